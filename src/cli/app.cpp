@@ -1,0 +1,108 @@
+#include "cli/app.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/exit_codes.h"
+#include "common/cancel.h"
+#include "common/version.h"
+
+namespace wanbackup::cli {
+namespace {
+
+// Every verb, in the order --help lists them.
+constexpr RegisterFn kCommands[] = {
+    RegisterProbe,
+};
+
+extern "C" void OnTerminationSignal(int signo) {
+  if (CancellationRequested()) {
+    // Second signal: the user insists. Default action, now.
+    ::signal(signo, SIG_DFL);
+    ::raise(signo);
+    return;
+  }
+  RequestCancellation();
+}
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnTerminationSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes an EPIPE error we report
+}
+
+std::string VersionText() {
+  return std::string("wanbackup ") + kVersion + " (" + kGitCommit + ")";
+}
+
+// "probe" when the failed parse had reached a subcommand, for the hint.
+std::string HelpHint(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    return " (see 'wanbackup " + sub->get_name() + " --help')";
+  }
+  return " (see 'wanbackup --help')";
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app("wanbackup: back up and replicate iSCSI disks over long-distance links",
+               "wanbackup");
+  app.set_version_flag("--version", VersionText(), "print the version and exit");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "print only errors and the requested output");
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.footer("\n" + ExitStatusHelp() +
+             "\nRun 'wanbackup COMMAND --help' for a command's options and examples.");
+
+  Runner runner;
+  for (RegisterFn register_fn : kCommands)
+    register_fn(app, &runner);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // "wanbackup frobnicate": CLI11 only says a subcommand is required; name the culprit.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      std::string known;
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      }
+      PrintError("unknown command '" + std::string(argv[1]) + "' (commands: " + known +
+                 "; see 'wanbackup --help')");
+      return static_cast<int>(ExitCode::kUsage);
+    }
+    std::string what = e.what();
+    if (!what.empty() && what.back() == '\n') what.pop_back();
+    PrintError(what + HelpHint(app));
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  SetQuiet(quiet);
+  if (!runner) {
+    PrintError("no command given (see 'wanbackup --help')");
+    return static_cast<int>(ExitCode::kUsage);
+  }
+
+  InstallSignalHandlers();
+  const Status status = runner();
+  if (!status.ok()) PrintError(status.message());
+  return static_cast<int>(ExitCodeFor(status));
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,172 @@
+// wanbackup probe URL: log in to a target and describe it.
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/target_flags.h"
+#include "common/units.h"
+#include "initiator/probe.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct ProbeCommandOptions {
+  std::string url;
+  bool json = false;
+  TargetFlags target;
+};
+
+double Millis(std::chrono::nanoseconds d) {
+  return static_cast<double>(d.count()) / 1e6;
+}
+
+nlohmann::json LunJson(const initiator::LunInfo& lun) {
+  nlohmann::json j = {{"lun", lun.lun},
+                      {"type", lun.device_type},
+                      {"vendor", lun.vendor},
+                      {"product", lun.product},
+                      {"revision", lun.revision},
+                      {"serial", lun.serial},
+                      {"identifier", lun.identifier}};
+  if (lun.is_disk()) {
+    j["size_bytes"] = lun.size_bytes();
+    j["block_count"] = lun.block_count;
+    j["block_size"] = lun.block_size;
+    j["physical_block_size"] = lun.physical_block_size;
+    j["thin_provisioned"] = lun.thin_provisioned;
+    j["unmapped_reads_zero"] = lun.unmapped_reads_zero;
+    j["max_transfer_bytes"] = uint64_t{lun.max_transfer_blocks} * lun.block_size;
+    j["optimal_transfer_bytes"] = uint64_t{lun.optimal_transfer_blocks} * lun.block_size;
+  }
+  return j;
+}
+
+nlohmann::json NegotiatedJson(const initiator::NegotiatedParams& n) {
+  return {{"max_burst_length", n.max_burst_length},
+          {"first_burst_length", n.first_burst_length},
+          {"initiator_max_recv_data_segment_length", n.initiator_max_recv_data_segment_length},
+          {"target_max_recv_data_segment_length", n.target_max_recv_data_segment_length},
+          {"immediate_data", n.immediate_data},
+          {"initial_r2t", n.initial_r2t},
+          {"header_digest", n.header_digest_crc32c ? "CRC32C" : "None"},
+          {"max_connections", n.max_connections},
+          {"max_outstanding_r2t", n.max_outstanding_r2t},
+          {"error_recovery_level", n.error_recovery_level},
+          {"target_keys", n.target_keys}};
+}
+
+void PrintJson(const initiator::ProbeReport& report) {
+  nlohmann::json targets = nlohmann::json::array();
+  for (const auto& t : report.targets) {
+    nlohmann::json jt = {{"name", t.name}};
+    if (!t.portals.empty()) jt["portals"] = t.portals;
+    if (!t.error.ok()) {
+      jt["error"] = t.error.message();
+    } else {
+      jt["login_ms"] = Millis(t.login_time);
+      jt["negotiated"] = NegotiatedJson(t.negotiated);
+      nlohmann::json luns = nlohmann::json::array();
+      for (const auto& lun : t.luns)
+        luns.push_back(LunJson(lun));
+      jt["luns"] = luns;
+    }
+    targets.push_back(jt);
+  }
+  nlohmann::json out = {
+      {"portal", report.portal}, {"discovered", report.discovered}, {"targets", targets}};
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+void PrintHuman(const initiator::ProbeReport& report) {
+  std::printf("Portal %s\n", report.portal.c_str());
+  for (const auto& t : report.targets) {
+    std::printf("\nTarget %s\n", t.name.c_str());
+    if (!t.error.ok()) {
+      std::printf("  error: %s\n", t.error.message().c_str());
+      continue;
+    }
+    const auto& n = t.negotiated;
+    std::printf("  login       %.1f ms (TCP connect + iSCSI login)\n", Millis(t.login_time));
+    std::printf(
+        "  negotiated  MaxBurstLength=%u FirstBurstLength=%u MaxRecvDataSegmentLength="
+        "%u/%u (ours/target's) ImmediateData=%s InitialR2T=%s HeaderDigest=%s\n",
+        n.max_burst_length, n.first_burst_length, n.initiator_max_recv_data_segment_length,
+        n.target_max_recv_data_segment_length, n.immediate_data ? "Yes" : "No",
+        n.initial_r2t ? "Yes" : "No", n.header_digest_crc32c ? "CRC32C" : "None");
+    std::printf("  %-4s %-11s %-30s %-9s %-9s %-24s %s\n", "LUN", "TYPE", "SIZE", "BLOCK",
+                "MAX XFER", "VENDOR/PRODUCT", "SERIAL");
+    for (const auto& lun : t.luns) {
+      std::string size = "-", block = "-", xfer = "-";
+      if (lun.is_disk()) {
+        size = FormatBytes(lun.size_bytes()) + " (" + std::to_string(lun.size_bytes()) + " B)";
+        block = std::to_string(lun.block_size);
+        if (lun.physical_block_size != lun.block_size) {
+          block += "/" + std::to_string(lun.physical_block_size);
+        }
+        if (lun.max_transfer_blocks != 0) {
+          xfer = FormatBytes(uint64_t{lun.max_transfer_blocks} * lun.block_size);
+        }
+      }
+      const std::string vp = lun.vendor + " " + lun.product;
+      std::printf("  %-4d %-11s %-30s %-9s %-9s %-24s %s\n", lun.lun, lun.device_type.c_str(),
+                  size.c_str(), block.c_str(), xfer.c_str(), vp.c_str(), lun.serial.c_str());
+    }
+  }
+}
+
+Status RunProbe(const ProbeCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(opts.url));
+  initiator::ProbeOptions probe;
+  probe.lun = url.lun;
+  WB_ASSIGN_OR_RETURN(probe.connection, BuildConnectionOptions(std::move(url), opts.target));
+  WB_ASSIGN_OR_RETURN(initiator::ProbeReport report, initiator::Probe(probe));
+  if (opts.json) {
+    PrintJson(report);
+  } else {
+    PrintHuman(report);
+  }
+  std::fflush(stdout);
+  size_t failed = 0;
+  Status first_error;
+  for (const auto& t : report.targets) {
+    if (t.error.ok()) continue;
+    if (failed++ == 0) first_error = t.error;
+  }
+  if (report.discovered && report.targets.empty()) {
+    return Status::NotFound("the portal " + report.portal + " offers no targets to this initiator");
+  }
+  if (failed > 0) {
+    // The first failure decides the exit code (e.g. 5 when CHAP was refused).
+    return Status(first_error.code(),
+                  std::to_string(failed) + " of " + std::to_string(report.targets.size()) +
+                      " targets could not be probed; first: " + first_error.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterProbe(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<ProbeCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("probe", "Log in to an iSCSI target and describe its LUNs");
+  cmd->add_option("url", opts->url,
+                  "iscsi://[user@]host[:port][/target-iqn[/lun]]  (port defaults to 3260)")
+      ->required();
+  cmd->add_flag("--json", opts->json, "print a JSON document instead of a table");
+  AddTargetFlags(cmd, &opts->target);
+  cmd->footer(
+      "\nDescribes the target: LUNs, size, block size, block limits and the negotiated iSCSI\n"
+      "parameters. A URL without a target discovers the portal's targets and probes each.\n"
+      "Nothing is written to the target.\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup probe iscsi://san.example.net\n"
+      "  wanbackup probe iscsi://san.example.net/iqn.2001-05.com.example:lun-db/1 --json\n"
+      "  WANBACKUP_CHAP_SECRET=... wanbackup probe iscsi://backup@san/iqn.2001-05.com.example:db");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunProbe(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,21 @@
+// How CLI verbs plug in: each cmd_<verb>.cpp has an options struct, a plain Run<Verb>(options),
+// and Register<Verb>(app, runner), which adds the subcommand and, when the command line selects
+// it, stores in *runner the call to make once parsing is over. app.cpp lists them in one table.
+#pragma once
+
+#include <functional>
+
+#include "common/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace wanbackup::cli {
+
+using Runner = std::function<Status()>;
+using RegisterFn = void (*)(CLI::App& app, Runner* runner);
+
+void RegisterProbe(CLI::App& app, Runner* runner);
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,69 @@
+// What it takes to log in to an iSCSI target, and what the login negotiated.
+// Plain value types; thread-compatible.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/secret.h"
+#include "initiator/iscsi_url.h"
+
+namespace wanbackup::initiator {
+
+struct ChapCredentials {
+  std::string user;         // empty: no CHAP
+  Secret secret;            // the initiator's secret (one-way CHAP)
+  std::string target_user;  // non-empty: mutual CHAP, the target proves itself too
+  Secret target_secret;
+
+  ChapCredentials Clone() const {
+    return {user, secret.Clone(), target_user, target_secret.Clone()};
+  }
+};
+
+enum class HeaderDigest { kNone, kCrc32c, kTargetChooses };
+
+struct ConnectionOptions {
+  std::string host;
+  uint16_t port = 3260;
+  std::string target;          // empty: a discovery session
+  std::string initiator_name;  // empty: DefaultInitiatorName()
+  ChapCredentials chap;
+  HeaderDigest header_digest = HeaderDigest::kTargetChooses;
+  // Bounds TCP connect + iSCSI login (several round trips); a silent host fails after this.
+  std::chrono::milliseconds login_timeout{15000};
+  // Bounds each SCSI command; the target or the network stalling longer is an error.
+  std::chrono::milliseconds command_timeout{30000};
+
+  ConnectionOptions Clone() const {
+    return {host,         port,          target,        initiator_name,
+            chap.Clone(), header_digest, login_timeout, command_timeout};
+  }
+};
+
+// Fills host/port/target and URL credentials from `url` into `options` (the URL's CHAP secret, if
+// any, is moved out of it).
+void ApplyUrl(IscsiUrl& url, ConnectionOptions* options);
+
+// "iqn.2026-11.org.wanbackup:<hostname>".
+std::string DefaultInitiatorName();
+
+// The operational parameters in force after login (RFC 7143 §13). Lengths in bytes.
+struct NegotiatedParams {
+  uint32_t max_burst_length = 0;    // largest solicited data sequence (Data-In per READ burst)
+  uint32_t first_burst_length = 0;  // unsolicited data a WRITE may carry
+  uint32_t initiator_max_recv_data_segment_length = 0;  // largest Data-In PDU we accept
+  uint32_t target_max_recv_data_segment_length = 0;     // largest Data-Out PDU the target accepts
+  bool immediate_data = false;
+  bool initial_r2t = true;
+  bool header_digest_crc32c = false;
+  uint32_t max_connections = 1;
+  uint32_t max_outstanding_r2t = 1;
+  uint32_t error_recovery_level = 0;
+  // Every key the target sent in its login responses, verbatim (secrets never appear here).
+  std::map<std::string, std::string> target_keys;
+};
+
+}  // namespace wanbackup::initiator

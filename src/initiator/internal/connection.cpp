@@ -1,0 +1,345 @@
+#include "initiator/internal/connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "common/cancel.h"
+#include "initiator/internal/scsi_error.h"
+
+namespace wanbackup::initiator::internal {
+namespace {
+
+// libiscsi's log callback carries no user pointer, so the keys the target sends during a login
+// are collected through this thread's current login (logins run on the thread that opens).
+thread_local std::map<std::string, std::string>* t_login_keys = nullptr;
+
+void CaptureLoginLog(int /*level*/, const char* message) {
+  if (t_login_keys == nullptr || message == nullptr) return;
+  static constexpr std::string_view kPrefix = "TargetLoginReply: ";
+  std::string_view line(message);
+  if (!line.starts_with(kPrefix)) return;
+  line.remove_prefix(kPrefix.size());
+  // libiscsi appends " [<target name>]" to every log line.
+  if (line.ends_with("]")) {
+    const size_t bracket = line.rfind(" [");
+    if (bracket != std::string_view::npos) line = line.substr(0, bracket);
+  }
+  const size_t eq = line.find('=');
+  if (eq == std::string_view::npos) return;
+  std::string key(line.substr(0, eq));
+  // CHAP exchanges carry challenges and responses; they are not parameters and stay out.
+  if (key.starts_with("CHAP_")) return;
+  (*t_login_keys)[key] = std::string(line.substr(eq + 1));
+}
+
+uint32_t KeyNumber(const std::map<std::string, std::string>& keys, const char* key,
+                   uint32_t fallback) {
+  auto it = keys.find(key);
+  if (it == keys.end()) return fallback;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(it->second.c_str(), &end, 10);
+  return (end != it->second.c_str()) ? static_cast<uint32_t>(v) : fallback;
+}
+
+bool KeyYes(const std::map<std::string, std::string>& keys, const char* key, bool fallback) {
+  auto it = keys.find(key);
+  if (it == keys.end()) return fallback;
+  return it->second == "Yes";
+}
+
+// What libiscsi 1.19 offers and cannot be told otherwise (lib/init.c, lib/login.c).
+constexpr uint32_t kOfferedBurst = 262144;
+
+NegotiatedParams ComputeNegotiated(std::map<std::string, std::string> keys) {
+  NegotiatedParams n;
+  n.max_burst_length = std::min(kOfferedBurst, KeyNumber(keys, "MaxBurstLength", kOfferedBurst));
+  n.first_burst_length =
+      std::min(kOfferedBurst, KeyNumber(keys, "FirstBurstLength", kOfferedBurst));
+  n.initiator_max_recv_data_segment_length = kOfferedBurst;
+  n.target_max_recv_data_segment_length = KeyNumber(keys, "MaxRecvDataSegmentLength", 8192);
+  n.immediate_data = KeyYes(keys, "ImmediateData", true);
+  n.initial_r2t = KeyYes(keys, "InitialR2T", false);
+  auto digest = keys.find("HeaderDigest");
+  n.header_digest_crc32c = digest != keys.end() && digest->second == "CRC32C";
+  n.max_connections = std::min<uint32_t>(1, KeyNumber(keys, "MaxConnections", 1));
+  n.max_outstanding_r2t = std::min<uint32_t>(1, KeyNumber(keys, "MaxOutstandingR2T", 1));
+  n.error_recovery_level = std::min<uint32_t>(0, KeyNumber(keys, "ErrorRecoveryLevel", 0));
+  n.target_keys = std::move(keys);
+  return n;
+}
+
+struct CommandWait {
+  bool done = false;
+  int status = SCSI_STATUS_ERROR;
+};
+
+void CommandCallback(iscsi_context* /*iscsi*/, int status, void* /*command_data*/, void* data) {
+  auto* wait = static_cast<CommandWait*>(data);
+  wait->status = status;
+  wait->done = true;
+}
+
+struct DiscoveryWait {
+  bool done = false;
+  int status = SCSI_STATUS_ERROR;
+  std::vector<DiscoveredTarget> targets;
+};
+
+void DiscoveryCallback(iscsi_context* /*iscsi*/, int status, void* command_data, void* data) {
+  auto* wait = static_cast<DiscoveryWait*>(data);
+  wait->status = status;
+  wait->done = true;
+  if (status != SCSI_STATUS_GOOD || command_data == nullptr) return;
+  for (auto* addr = static_cast<iscsi_discovery_address*>(command_data); addr != nullptr;
+       addr = addr->next) {
+    DiscoveredTarget target;
+    target.name = addr->target_name != nullptr ? addr->target_name : "";
+    for (auto* portal = addr->portals; portal != nullptr; portal = portal->next) {
+      if (portal->portal != nullptr) target.portals.emplace_back(portal->portal);
+    }
+    wait->targets.push_back(std::move(target));
+  }
+}
+
+}  // namespace
+
+void ScsiTaskDeleter::operator()(scsi_task* task) const {
+  scsi_free_scsi_task(task);
+}
+
+Connection::Connection(const ConnectionOptions& options) : options_(options.Clone()) {}
+
+Connection::~Connection() {
+  Logout();
+  Abort();
+}
+
+std::string Connection::where() const {
+  IscsiUrl url;
+  url.host = options_.host;
+  url.port = options_.port;
+  return options_.target.empty() ? url.Portal() : options_.target + " at " + url.Portal();
+}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& options) {
+  std::unique_ptr<Connection> conn(new Connection(options));
+  Status status = conn->Login();
+  if (!status.ok()) return status;
+  return conn;
+}
+
+Status Connection::Login() {
+  const std::string initiator =
+      options_.initiator_name.empty() ? DefaultInitiatorName() : options_.initiator_name;
+  iscsi_ = iscsi_create_context(initiator.c_str());
+  if (iscsi_ == nullptr) return Status::Internal("cannot create an iSCSI context");
+
+  const bool discovery = options_.target.empty();
+  iscsi_set_session_type(iscsi_, discovery ? ISCSI_SESSION_DISCOVERY : ISCSI_SESSION_NORMAL);
+  if (!discovery && iscsi_set_targetname(iscsi_, options_.target.c_str()) != 0) {
+    return Status::InvalidArgument(std::string("bad target name: ") + iscsi_get_error(iscsi_));
+  }
+  switch (options_.header_digest) {
+    case HeaderDigest::kNone:
+      iscsi_set_header_digest(iscsi_, ISCSI_HEADER_DIGEST_NONE);
+      break;
+    case HeaderDigest::kCrc32c:
+      iscsi_set_header_digest(iscsi_, ISCSI_HEADER_DIGEST_CRC32C);
+      break;
+    case HeaderDigest::kTargetChooses:
+      break;
+  }
+  if (!options_.chap.user.empty()) {
+    if (options_.chap.secret.empty()) {
+      return Status::InvalidArgument("CHAP user '" + options_.chap.user +
+                                     "' given without a secret");
+    }
+    if (iscsi_set_initiator_username_pwd(iscsi_, options_.chap.user.c_str(),
+                                         options_.chap.secret.reveal().c_str()) != 0) {
+      return Status::InvalidArgument(std::string("CHAP: ") + iscsi_get_error(iscsi_));
+    }
+    if (!options_.chap.target_user.empty() &&
+        iscsi_set_target_username_pwd(iscsi_, options_.chap.target_user.c_str(),
+                                      options_.chap.target_secret.reveal().c_str()) != 0) {
+      return Status::InvalidArgument(std::string("mutual CHAP: ") + iscsi_get_error(iscsi_));
+    }
+  } else if (!options_.chap.target_user.empty()) {
+    return Status::InvalidArgument("mutual CHAP needs the initiator's CHAP user and secret too");
+  }
+  // We decide about reconnecting ourselves (the reader re-issues exactly what was outstanding).
+  iscsi_set_noautoreconnect(iscsi_, 1);
+  const int timeout_s = static_cast<int>(std::max<int64_t>(
+      1, std::chrono::ceil<std::chrono::seconds>(options_.command_timeout).count()));
+  iscsi_set_timeout(iscsi_, timeout_s);
+
+  std::map<std::string, std::string> keys;
+  t_login_keys = &keys;
+  iscsi_set_log_fn(iscsi_, CaptureLoginLog);
+  iscsi_set_log_level(iscsi_, 6);
+
+  IscsiUrl portal_url;
+  portal_url.host = options_.host;
+  portal_url.port = options_.port;
+  const std::string portal = portal_url.Portal();
+  CommandWait wait;
+  const auto start = Clock::now();
+  Status status;
+  if (iscsi_full_connect_async(iscsi_, portal.c_str(), -1, CommandCallback, &wait) != 0) {
+    status = LoginStatus(iscsi_get_error(iscsi_), portal, options_.target);
+  } else {
+    status = RunUntil([&wait] { return wait.done; }, start + options_.login_timeout, "login");
+    if (connect_errno_ != 0) {
+      status = Status::FromErrno(connect_errno_, "cannot connect to " + portal);
+    } else if (status.code() == StatusCode::kTimeout) {
+      status = Status::Timeout("no answer from " + portal + " within " +
+                               std::to_string(options_.login_timeout.count()) +
+                               " ms (host down, wrong address, or a firewall drops iSCSI)");
+    } else if (status.ok() && wait.status != SCSI_STATUS_GOOD) {
+      status = LoginStatus(iscsi_get_error(iscsi_), portal, options_.target);
+    }
+  }
+  if (iscsi_ != nullptr) iscsi_set_log_level(iscsi_, 0);
+  t_login_keys = nullptr;
+  if (!status.ok()) {
+    Abort();
+    if (status.code() == StatusCode::kAuthFailed && options_.chap.user.empty()) {
+      return Status::AuthFailed("login to " + where() +
+                                " refused: the target requires CHAP (give --chap-user and "
+                                "--chap-secret-file, or $WANBACKUP_CHAP_SECRET)");
+    }
+    return status;
+  }
+  login_time_ = Clock::now() - start;
+  negotiated_ = ComputeNegotiated(std::move(keys));
+  return Status::Ok();
+}
+
+void Connection::Logout() {
+  if (iscsi_ == nullptr || !iscsi_is_logged_in(iscsi_)) return;
+  CommandWait wait;
+  if (iscsi_logout_async(iscsi_, CommandCallback, &wait) != 0) return;
+  // A logout is a courtesy to the target; never wait long for it.
+  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(options_.command_timeout,
+                                                                           std::chrono::seconds(2));
+  (void)RunUntil([&wait] { return wait.done; }, deadline, "logout");
+}
+
+void Connection::Abort() {
+  if (iscsi_ == nullptr) return;
+  iscsi_context* ctx = iscsi_;
+  iscsi_ = nullptr;
+  iscsi_destroy_context(ctx);
+}
+
+int Connection::fd() const {
+  return iscsi_ != nullptr ? iscsi_get_fd(iscsi_) : -1;
+}
+
+short Connection::events() const {
+  return iscsi_ != nullptr ? static_cast<short>(iscsi_which_events(iscsi_)) : 0;
+}
+
+Status Connection::Service(short revents) {
+  if (iscsi_ == nullptr) return Status::Unavailable("connection to " + where() + " is closed");
+  if ((revents & (POLLERR | POLLHUP)) != 0 && !iscsi_is_logged_in(iscsi_)) {
+    // libiscsi reports a failed connect() only as its own reconnect text; keep the real reason.
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(iscsi_get_fd(iscsi_), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+      connect_errno_ = err;
+    }
+  }
+  if (iscsi_service(iscsi_, revents) < 0) {
+    Status status =
+        Status::Unavailable("connection to " + where() + " failed: " + iscsi_get_error(iscsi_));
+    return status;
+  }
+  return Status::Ok();
+}
+
+Status Connection::Step(std::chrono::milliseconds wait) {
+  if (iscsi_ == nullptr) return Status::Unavailable("connection to " + where() + " is closed");
+  pollfd pfd{};
+  pfd.fd = iscsi_get_fd(iscsi_);
+  pfd.events = static_cast<short>(iscsi_which_events(iscsi_));
+  const int n = ::poll(&pfd, 1, static_cast<int>(wait.count()));
+  if (n < 0) {
+    if (errno == EINTR) return Status::Ok();
+    return Status::FromErrno(errno, "poll");
+  }
+  return Service(n > 0 ? pfd.revents : 0);
+}
+
+Status Connection::RunUntil(const std::function<bool()>& done, Clock::time_point deadline,
+                            std::string_view what) {
+  while (!done()) {
+    if (CancellationRequested()) return Status::Cancelled(std::string(what) + ": interrupted");
+    const auto now = Clock::now();
+    if (now >= deadline) return Status::Timeout(std::string(what) + ": timed out");
+    // Wake at least once a second so libiscsi's own timeouts and our cancellation are seen.
+    const auto wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(deadline - now),
+                                 std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
+    WB_RETURN_IF_ERROR(Step(wait));
+  }
+  return Status::Ok();
+}
+
+Result<ScsiTaskPtr> Connection::Execute(const IssueFn& issue, std::string_view what) {
+  if (iscsi_ == nullptr) return Status::Unavailable("connection to " + where() + " is closed");
+  // A UNIT ATTENTION reports an event (new nexus, reset, capacity change) instead of running
+  // the command; it is delivered once, so the command is simply sent again.
+  constexpr int kMaxUnitAttentions = 10;
+  for (int attempt = 0;; ++attempt) {
+    CommandWait wait;
+    ScsiTaskPtr task(issue(iscsi_, CommandCallback, &wait));
+    if (!task) {
+      return Status::Internal(std::string(what) +
+                              ": cannot queue command: " + iscsi_get_error(iscsi_));
+    }
+    const auto deadline = Clock::now() + options_.command_timeout;
+    Status status = RunUntil([&wait] { return wait.done; }, deadline, what);
+    if (!status.ok()) {
+      Abort();  // the command may still complete later; nobody must be waiting for it then
+      if (status.code() == StatusCode::kTimeout) {
+        return Status::Timeout(std::string(what) + ": no answer from " + where() + " within " +
+                               std::to_string(options_.command_timeout.count()) + " ms");
+      }
+      return status;
+    }
+    if (wait.status == SCSI_STATUS_CHECK_CONDITION &&
+        task->sense.key == SCSI_SENSE_UNIT_ATTENTION && attempt < kMaxUnitAttentions) {
+      continue;
+    }
+    status = TaskStatus(wait.status, task.get(), iscsi_, what);
+    if (!status.ok()) return status;
+    return task;
+  }
+}
+
+Result<std::vector<DiscoveredTarget>> Connection::Discover() {
+  if (iscsi_ == nullptr) return Status::Unavailable("connection to " + where() + " is closed");
+  DiscoveryWait wait;
+  if (iscsi_discovery_async(iscsi_, DiscoveryCallback, &wait) != 0) {
+    return Status::Internal(std::string("cannot start discovery: ") + iscsi_get_error(iscsi_));
+  }
+  Status status =
+      RunUntil([&wait] { return wait.done; }, Clock::now() + options_.command_timeout, "discovery");
+  if (!status.ok()) {
+    Abort();
+    return status;
+  }
+  if (wait.status != SCSI_STATUS_GOOD) {
+    return Status::Unavailable("discovery at " + where() + " failed: " + iscsi_get_error(iscsi_));
+  }
+  return std::move(wait.targets);
+}
+
+}  // namespace wanbackup::initiator::internal

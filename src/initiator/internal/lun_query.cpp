@@ -1,0 +1,143 @@
+#include "initiator/internal/lun_query.h"
+
+#include <cstdio>
+#include <string>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+namespace wanbackup::initiator::internal {
+namespace {
+
+std::string Trimmed(const char* text) {
+  std::string s(text != nullptr ? text : "");
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0'))
+    s.pop_back();
+  size_t start = 0;
+  while (start < s.size() && s[start] == ' ')
+    ++start;
+  return s.substr(start);
+}
+
+std::string DeviceTypeName(int code) {
+  switch (code) {
+    case SCSI_INQUIRY_PERIPHERAL_DEVICE_TYPE_DIRECT_ACCESS:
+      return "disk";
+    case SCSI_INQUIRY_PERIPHERAL_DEVICE_TYPE_SEQUENTIAL_ACCESS:
+      return "tape";
+    case SCSI_INQUIRY_PERIPHERAL_DEVICE_TYPE_MMC:
+      return "cd/dvd";
+    case SCSI_INQUIRY_PERIPHERAL_DEVICE_TYPE_STORAGE_ARRAY_CONTROLLER:
+      return "controller";
+    case SCSI_INQUIRY_PERIPHERAL_DEVICE_TYPE_ENCLOSURE_SERVICES:
+      return "enclosure";
+    default:
+      return "type " + std::to_string(code);
+  }
+}
+
+Result<ScsiTaskPtr> Inquiry(Connection& conn, int lun, int evpd, int page, const char* what) {
+  return conn.Execute(
+      [=](iscsi_context* iscsi, auto cb, void* data) {
+        return iscsi_inquiry_task(iscsi, lun, evpd, page, 255, cb, data);
+      },
+      what);
+}
+
+}  // namespace
+
+Result<std::vector<int>> ReportLuns(Connection& conn) {
+  WB_ASSIGN_OR_RETURN(
+      ScsiTaskPtr task,
+      conn.Execute([](iscsi_context* iscsi, auto cb,
+                      void* data) { return iscsi_reportluns_task(iscsi, 0, 16384, cb, data); },
+                   "REPORT LUNS"));
+  auto* list = static_cast<scsi_reportluns_list*>(scsi_datain_unmarshall(task.get()));
+  if (list == nullptr) return Status::IoError("REPORT LUNS: cannot decode the target's answer");
+  std::vector<int> luns;
+  for (uint32_t i = 0; i < list->num; ++i)
+    luns.push_back(list->luns[i]);
+  return luns;
+}
+
+Result<LunInfo> QueryLun(Connection& conn, int lun) {
+  LunInfo info;
+  info.lun = lun;
+  const std::string at = " (LUN " + std::to_string(lun) + ")";
+  {
+    WB_ASSIGN_OR_RETURN(ScsiTaskPtr task, Inquiry(conn, lun, 0, 0, "INQUIRY"));
+    auto* inq = static_cast<scsi_inquiry_standard*>(scsi_datain_unmarshall(task.get()));
+    if (inq == nullptr) return Status::IoError("INQUIRY" + at + ": cannot decode the answer");
+    // Peripheral qualifier 3: "not capable of supporting a device on this LUN" = no such LUN.
+    if (inq->qualifier != SCSI_INQUIRY_PERIPHERAL_QUALIFIER_CONNECTED) {
+      return Status::NotFound("LUN " + std::to_string(lun) + " does not exist on " + conn.where());
+    }
+    info.device_type_code = inq->device_type;
+    info.device_type = DeviceTypeName(inq->device_type);
+    info.vendor = Trimmed(inq->vendor_identification);
+    info.product = Trimmed(inq->product_identification);
+    info.revision = Trimmed(inq->product_revision_level);
+  }
+  if (auto task =
+          Inquiry(conn, lun, 1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER, "INQUIRY VPD 0x80");
+      task.ok()) {
+    auto* sn = static_cast<scsi_inquiry_unit_serial_number*>(scsi_datain_unmarshall(task->get()));
+    if (sn != nullptr) info.serial = Trimmed(sn->usn);
+  } else if (conn.broken()) {
+    return task.status();
+  }
+  if (auto task =
+          Inquiry(conn, lun, 1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION, "INQUIRY VPD 0x83");
+      task.ok()) {
+    auto* di =
+        static_cast<scsi_inquiry_device_identification*>(scsi_datain_unmarshall(task->get()));
+    if (di != nullptr && di->designators != nullptr) {
+      const scsi_inquiry_device_designator* d = di->designators;
+      if (d->code_set == SCSI_CODESET_ASCII || d->code_set == SCSI_CODESET_UTF8) {
+        info.identifier = Trimmed(std::string(d->designator, d->designator_length).c_str());
+      } else {
+        for (int i = 0; i < d->designator_length; ++i) {
+          char b[3];
+          std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(d->designator[i]));
+          info.identifier += b;
+        }
+      }
+    }
+  } else if (conn.broken()) {
+    return task.status();
+  }
+  if (!info.is_disk()) return info;
+
+  {
+    WB_ASSIGN_OR_RETURN(
+        ScsiTaskPtr task,
+        conn.Execute([lun](iscsi_context* iscsi, auto cb,
+                           void* data) { return iscsi_readcapacity16_task(iscsi, lun, cb, data); },
+                     "READ CAPACITY(16)" + at));
+    auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task.get()));
+    if (cap == nullptr) return Status::IoError("READ CAPACITY(16)" + at + ": cannot decode");
+    if (cap->block_length == 0 || cap->block_length % 512 != 0) {
+      return Status::Unsupported("LUN " + std::to_string(lun) + " reports a block size of " +
+                                 std::to_string(cap->block_length) + " bytes");
+    }
+    info.block_count = cap->returned_lba + 1;
+    info.block_size = cap->block_length;
+    info.physical_block_size = cap->block_length << cap->lbppbe;
+    info.thin_provisioned = cap->lbpme != 0;
+    info.unmapped_reads_zero = cap->lbprz != 0;
+  }
+  if (auto task = Inquiry(conn, lun, 1, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS, "INQUIRY VPD 0xB0");
+      task.ok()) {
+    auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(task->get()));
+    if (bl != nullptr) {
+      info.has_block_limits = true;
+      info.max_transfer_blocks = bl->max_xfer_len;
+      info.optimal_transfer_blocks = bl->opt_xfer_len;
+    }
+  } else if (conn.broken()) {
+    return task.status();
+  }
+  return info;
+}
+
+}  // namespace wanbackup::initiator::internal

@@ -1,0 +1,33 @@
+// What a LUN is: identity, geometry and limits, as discovered over iSCSI. Plain value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace wanbackup::initiator {
+
+struct LunInfo {
+  int lun = 0;
+  int device_type_code = 0;  // SPC peripheral device type (0 = direct-access block device)
+  std::string device_type;   // "disk", "controller", ...
+  std::string vendor, product, revision;
+  std::string serial;      // VPD 0x80; empty when the LUN has none
+  std::string identifier;  // VPD 0x83, first designator as hex; empty when absent
+
+  // Geometry (disks only; zero otherwise).
+  uint64_t block_count = 0;
+  uint32_t block_size = 0;  // logical block size in bytes
+  uint32_t physical_block_size = 0;
+  bool thin_provisioned = false;     // LBPME: GET LBA STATUS can tell mapped from unmapped
+  bool unmapped_reads_zero = false;  // LBPRZ
+
+  // Block Limits VPD (0xB0), in logical blocks; 0 means "not reported".
+  uint32_t max_transfer_blocks = 0;
+  uint32_t optimal_transfer_blocks = 0;
+  bool has_block_limits = false;
+
+  bool is_disk() const { return device_type_code == 0; }
+  uint64_t size_bytes() const { return block_count * block_size; }
+};
+
+}  // namespace wanbackup::initiator
