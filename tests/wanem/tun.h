@@ -1,0 +1,40 @@
+// Creating the emulator's two TUN devices, each inside its own network namespace, configured
+// (address, MTU, queue length, up) with ioctls so no other tool is needed. Functions are
+// thread-safe; each switches only the calling thread's namespace and switches it back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace wanem {
+
+struct TunConfig {
+  std::string netns;    // name under /run/netns (from `ip netns add`)
+  std::string ifname;   // device name inside that namespace
+  std::string address;  // IPv4 address of this end
+  int prefix_len = 24;
+  int mtu = 1500;
+  int txqueuelen = 10000;
+};
+
+// Opens a non-blocking TUN fd (IFF_TUN | IFF_NO_PI) whose device lives in cfg.netns, and brings
+// it and the namespace's loopback up. Returns the fd, or -1 with *error set.
+int OpenTun(const TunConfig& cfg, std::string* error);
+
+// Runs the calling thread inside namespace `netns` until the returned guard is destroyed.
+class NetnsGuard {
+ public:
+  explicit NetnsGuard(const std::string& netns);
+  ~NetnsGuard();
+  NetnsGuard(const NetnsGuard&) = delete;
+  NetnsGuard& operator=(const NetnsGuard&) = delete;
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  int original_ = -1;
+  bool ok_ = false;
+  std::string error_;
+};
+
+}  // namespace wanem
