@@ -1,0 +1,257 @@
+// Self-tests of the WAN emulator through real kernel sockets in the testbed's namespaces.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/testbed.h"
+#include "tun.h"
+
+using namespace std::chrono_literals;
+using wanbackup::testing::Background;
+using wanbackup::testing::LinkScope;
+using wanbackup::testing::RunResult;
+using wanbackup::testing::Testbed;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A socket created inside a namespace stays there; the calling thread returns afterwards.
+int SocketIn(const std::string& netns, int type) {
+  wanem::NetnsGuard guard(netns);
+  REQUIRE(guard.ok());
+  const int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  return fd;
+}
+
+sockaddr_in Addr(const std::string& ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  REQUIRE(::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1);
+  return a;
+}
+
+void Bind(int fd, const sockaddr_in& a) {
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+}
+
+bool Readable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
+}
+
+// A UDP echo server in site B, for round-trip measurements.
+class UdpEcho {
+ public:
+  explicit UdpEcho(uint16_t port) {
+    const Testbed& bed = Testbed::Get();
+    fd_ = SocketIn(bed.netns_b, SOCK_DGRAM);
+    Bind(fd_, Addr(bed.addr_b, port));
+    thread_ = std::thread([this] {
+      char buf[2048];
+      while (!stop_) {
+        if (!Readable(fd_, 100ms)) continue;
+        sockaddr_in from{};
+        socklen_t len = sizeof from;
+        const ssize_t n =
+            ::recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+        if (n > 0)
+          ::sendto(fd_, buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), len);
+      }
+    });
+  }
+  ~UdpEcho() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Sorted round-trip times of `count` UDP probes from site A to the echo server.
+std::vector<double> RoundTripsMs(uint16_t port, int count) {
+  const Testbed& bed = Testbed::Get();
+  const int fd = SocketIn(bed.netns_a, SOCK_DGRAM);
+  const sockaddr_in to = Addr(bed.addr_b, port);
+  std::vector<double> rtts;
+  for (int i = 0; i < count; ++i) {
+    char ping[64] = {};
+    std::memcpy(ping, &i, sizeof i);
+    const auto t0 = Clock::now();
+    REQUIRE(::sendto(fd, ping, sizeof ping, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
+            sizeof ping);
+    REQUIRE(Readable(fd, 5s));
+    char pong[64];
+    REQUIRE(::recv(fd, pong, sizeof pong, 0) == sizeof pong);
+    REQUIRE(std::memcmp(ping, pong, sizeof ping) == 0);
+    rtts.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  ::close(fd);
+  std::sort(rtts.begin(), rtts.end());
+  return rtts;
+}
+
+}  // namespace
+
+TEST_CASE("wanem: the round trip equals twice the one-way delay", "[wanem][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  UdpEcho echo(9100);
+  for (int delay_ms : {0, 8, 64}) {
+    bed.Wan("set delay=" + std::to_string(delay_ms) + "ms");
+    std::vector<double> rtts = RoundTripsMs(9100, 15);
+    const double median = rtts[rtts.size() / 2];
+    INFO("one-way delay " << delay_ms << " ms: min " << rtts.front() << " median " << median
+                          << " max " << rtts.back() << " ms");
+    CHECK(rtts.front() >= 2.0 * delay_ms);  // never early
+    CHECK(median <= 2.0 * delay_ms + 1.0);  // and at most 1 ms late
+  }
+}
+
+TEST_CASE("wanem: random loss drops about the asked share and nothing else",
+          "[wanem][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set ab loss=20%");
+  const int rx = SocketIn(bed.netns_b, SOCK_DGRAM);
+  Bind(rx, Addr(bed.addr_b, 9101));
+  const int rcvbuf = 8 << 20;
+  ::setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+  const int tx = SocketIn(bed.netns_a, SOCK_DGRAM);
+  const sockaddr_in to = Addr(bed.addr_b, 9101);
+  constexpr int kSent = 5000;
+  for (int i = 0; i < kSent; ++i) {
+    REQUIRE(::sendto(tx, &i, sizeof i, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
+            sizeof i);
+    if (i % 100 == 99) std::this_thread::sleep_for(1ms);  // stay far below any socket limit
+  }
+  int received = 0;
+  while (Readable(rx, 500ms)) {
+    int v;
+    if (::recv(rx, &v, sizeof v, 0) == sizeof v) ++received;
+  }
+  ::close(tx);
+  ::close(rx);
+  const double lost = 1.0 - static_cast<double>(received) / kSent;
+  INFO("lost " << lost * 100 << "% of " << kSent);
+  CHECK(lost > 0.17);  // binomial sd is 0.57%: these bounds are over 5 sd away
+  CHECK(lost < 0.23);
+  const std::string stats = bed.Wan("stats");
+  CHECK(stats.find("drop_queue=0 ") != std::string::npos);
+}
+
+TEST_CASE("wanem: packets arrive in order and once even when the delay drops mid-stream",
+          "[wanem][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set ab delay=30ms rate=200mbit");
+  const int rx = SocketIn(bed.netns_b, SOCK_DGRAM);
+  Bind(rx, Addr(bed.addr_b, 9102));
+  const int rcvbuf = 16 << 20;
+  ::setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+  const int tx = SocketIn(bed.netns_a, SOCK_DGRAM);
+  const sockaddr_in to = Addr(bed.addr_b, 9102);
+  constexpr uint32_t kSent = 20000;
+  std::vector<uint32_t> got;
+  std::thread receiver([&] {
+    uint32_t v[64];
+    while (Readable(rx, 2s)) {
+      if (::recv(rx, v, sizeof v, 0) == sizeof v) got.push_back(v[0]);
+    }
+  });
+  for (uint32_t i = 0; i < kSent; ++i) {
+    uint32_t payload[64] = {i};
+    REQUIRE(::sendto(tx, payload, sizeof payload, 0, reinterpret_cast<const sockaddr*>(&to),
+                     sizeof to) == sizeof payload);
+    if (i == kSent / 2) bed.Wan("set ab delay=1ms");
+    if (i % 200 == 199) std::this_thread::sleep_for(1ms);
+  }
+  receiver.join();
+  ::close(tx);
+  ::close(rx);
+  REQUIRE(got.size() > kSent * 9 / 10);
+  CHECK(std::is_sorted(got.begin(), got.end()));
+  CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
+}
+
+TEST_CASE("wanem: iperf3 through a rate-capped link lands near the cap", "[wanem][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set rate=50mbit delay=5ms");
+  wanbackup::testing::RunOptions server_opts;
+  server_opts.netns = bed.netns_b;
+  Background server({"iperf3", "--server", "--one-off", "--bind", bed.addr_b, "--port", "5299"},
+                    server_opts);
+  RunResult client;
+  for (int attempt = 0; attempt < 20; ++attempt) {  // until the server listens
+    client =
+        bed.InSiteA({"iperf3", "--client", bed.addr_b, "--port", "5299", "--time", "3", "--json"});
+    if (client.exit_code == 0) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  INFO(client.err);
+  REQUIRE(client.exit_code == 0);
+  const auto result = nlohmann::json::parse(client.out);
+  const double bps = result["end"]["sum_received"]["bits_per_second"].get<double>();
+  INFO("iperf3 goodput " << bps / 1e6 << " Mbit/s through a 50 Mbit/s cap");
+  CHECK(bps > 0.85 * 50e6);  // TCP/IP headers take ~3.5% of the wire
+  CHECK(bps <= 1.0 * 50e6);  // the cap is never exceeded
+}
+
+TEST_CASE("wanem: a blackhole stops traffic and lifting it restores the same TCP connection",
+          "[wanem][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  const int listener = SocketIn(bed.netns_b, SOCK_STREAM);
+  Bind(listener, Addr(bed.addr_b, 9103));
+  REQUIRE(::listen(listener, 1) == 0);
+  const int client = SocketIn(bed.netns_a, SOCK_STREAM);
+  const sockaddr_in to = Addr(bed.addr_b, 9103);
+  REQUIRE(::connect(client, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+  const int server = ::accept(listener, nullptr, nullptr);
+  REQUIRE(server >= 0);
+  const int one = 1;
+  ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+
+  REQUIRE(::send(client, "before", 6, 0) == 6);
+  REQUIRE(Readable(server, 2s));
+  char buf[16];
+  REQUIRE(::recv(server, buf, sizeof buf, 0) == 6);
+
+  bed.Wan("blackhole 3s");
+  REQUIRE(::send(client, "during", 6, 0) == 6);
+  CHECK_FALSE(Readable(server, 1500ms));  // nothing crosses a blackhole
+  // After the blackhole ends, TCP's retransmission delivers it on the same connection.
+  REQUIRE(Readable(server, 20s));
+  REQUIRE(::recv(server, buf, sizeof buf, 0) == 6);
+  CHECK(std::string(buf, 6) == "during");
+  REQUIRE(::send(client, "after", 5, 0) == 5);
+  REQUIRE(Readable(server, 5s));
+  CHECK(::recv(server, buf, sizeof buf, 0) == 5);
+  const std::string stats = bed.Wan("stats");
+  CHECK(stats.find("drop_blackhole=0 ") == std::string::npos);
+  ::close(client);
+  ::close(server);
+  ::close(listener);
+}

@@ -1,0 +1,66 @@
+#include "common/secret.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+using namespace wanbackup;
+
+namespace {
+
+std::string TempFile(const std::string& content, mode_t mode) {
+  char path[] = "/tmp/wb-secret-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
+  ::fchmod(fd, mode);
+  ::close(fd);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("secret file: the first line without its line ending is the secret", "[secret]") {
+  const std::string path = TempFile("s3cret-value\r\nsecond line\n", 0600);
+  std::string warning;
+  Result<Secret> s = ReadSecretFile(path, &warning);
+  ::unlink(path.c_str());
+  REQUIRE(s.ok());
+  CHECK(s->reveal() == "s3cret-value");
+  CHECK(warning.empty());
+}
+
+TEST_CASE("secret file: a file others can read draws a warning", "[secret]") {
+  const std::string path = TempFile("x\n", 0644);
+  std::string warning;
+  Result<Secret> s = ReadSecretFile(path, &warning);
+  ::unlink(path.c_str());
+  REQUIRE(s.ok());
+  CHECK(warning.find("chmod 600") != std::string::npos);
+}
+
+TEST_CASE("secret file: empty and missing files are errors", "[secret]") {
+  const std::string path = TempFile("\n", 0600);
+  Result<Secret> empty = ReadSecretFile(path, nullptr);
+  ::unlink(path.c_str());
+  CHECK(empty.status().code() == StatusCode::kInvalidArgument);
+  CHECK(ReadSecretFile("/nonexistent/secret", nullptr).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("secret: moving leaves the source empty", "[secret]") {
+  Secret a("abc");
+  Secret b = std::move(a);
+  CHECK(b.reveal() == "abc");
+  CHECK(a.empty());  // NOLINT(bugprone-use-after-move): the point of the test
+}
+
+TEST_CASE("secret: environment variables are read and unset ones are empty", "[secret]") {
+  ::setenv("WB_TEST_SECRET", "from-env", 1);
+  CHECK(SecretFromEnv("WB_TEST_SECRET").reveal() == "from-env");
+  ::unsetenv("WB_TEST_SECRET");
+  CHECK(SecretFromEnv("WB_TEST_SECRET").empty());
+}
