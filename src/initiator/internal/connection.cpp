@@ -87,6 +87,25 @@ void CommandCallback(iscsi_context* /*iscsi*/, int status, void* /*command_data*
   wait->done = true;
 }
 
+// Connect, then login: the same callback serves both steps.
+struct LoginWait {
+  bool connected = false;
+  bool done = false;
+  int status = SCSI_STATUS_ERROR;
+  std::string portal;
+};
+
+void LoginCallback(iscsi_context* iscsi, int status, void* /*command_data*/, void* data) {
+  auto* wait = static_cast<LoginWait*>(data);
+  if (!wait->connected && status == SCSI_STATUS_GOOD) {
+    wait->connected = true;
+    if (iscsi_login_async(iscsi, LoginCallback, wait) == 0) return;
+    status = SCSI_STATUS_ERROR;
+  }
+  wait->status = status;
+  wait->done = true;
+}
+
 struct DiscoveryWait {
   bool done = false;
   int status = SCSI_STATUS_ERROR;
@@ -189,10 +208,13 @@ Status Connection::Login() {
   portal_url.host = options_.host;
   portal_url.port = options_.port;
   const std::string portal = portal_url.Portal();
-  CommandWait wait;
+  // TCP connect, then login, chained here rather than with iscsi_full_connect_async: that one
+  // allocates state that only its callbacks free, and leaks when a login times out.
+  LoginWait wait;
+  wait.portal = portal;
   const auto start = Clock::now();
   Status status;
-  if (iscsi_full_connect_async(iscsi_, portal.c_str(), -1, CommandCallback, &wait) != 0) {
+  if (iscsi_connect_async(iscsi_, portal.c_str(), LoginCallback, &wait) != 0) {
     status = LoginStatus(iscsi_get_error(iscsi_), portal, options_.target);
   } else {
     status = RunUntil([&wait] { return wait.done; }, start + options_.login_timeout, "login");
