@@ -1,5 +1,7 @@
 #include "initiator/internal/connection.h"
 
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -148,8 +150,10 @@ std::string Connection::where() const {
   return options_.target.empty() ? url.Portal() : options_.target + " at " + url.Portal();
 }
 
-Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& options) {
+Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& options,
+                                                     const std::atomic<bool>* abort) {
   std::unique_ptr<Connection> conn(new Connection(options));
+  conn->abort_ = abort;
   Status status = conn->Login();
   if (!status.ok()) return status;
   return conn;
@@ -303,7 +307,9 @@ Status Connection::Step(std::chrono::milliseconds wait) {
 Status Connection::RunUntil(const std::function<bool()>& done, Clock::time_point deadline,
                             std::string_view what) {
   while (!done()) {
-    if (CancellationRequested()) return Status::Cancelled(std::string(what) + ": interrupted");
+    if (CancellationRequested() || (abort_ != nullptr && abort_->load())) {
+      return Status::Cancelled(std::string(what) + ": interrupted");
+    }
     const auto now = Clock::now();
     if (now >= deadline) return Status::Timeout(std::string(what) + ": timed out");
     // Wake at least once a second so libiscsi's own timeouts and our cancellation are seen.
@@ -315,35 +321,87 @@ Status Connection::RunUntil(const std::function<bool()>& done, Clock::time_point
 }
 
 Result<ScsiTaskPtr> Connection::Execute(const IssueFn& issue, std::string_view what) {
-  if (iscsi_ == nullptr) return Status::Unavailable("connection to " + where() + " is closed");
+  std::vector<Result<ScsiTaskPtr>> results = ExecuteAll({issue}, what);
+  return std::move(results.front());
+}
+
+std::vector<Result<ScsiTaskPtr>> Connection::ExecuteAll(const std::vector<IssueFn>& issues,
+                                                        std::string_view what) {
+  std::vector<Result<ScsiTaskPtr>> results;
+  results.reserve(issues.size());
+  for (size_t i = 0; i < issues.size(); ++i) {
+    results.emplace_back(Status::Internal(std::string(what) + ": not run"));
+  }
+  if (iscsi_ == nullptr) {
+    for (auto& r : results)
+      r = Status::Unavailable("connection to " + where() + " is closed");
+    return results;
+  }
   // A UNIT ATTENTION reports an event (new nexus, reset, capacity change) instead of running
-  // the command; it is delivered once, so the command is simply sent again.
+  // the command; it is delivered once, so such commands are simply sent again.
   constexpr int kMaxUnitAttentions = 10;
-  for (int attempt = 0;; ++attempt) {
-    CommandWait wait;
-    ScsiTaskPtr task(issue(iscsi_, CommandCallback, &wait));
-    if (!task) {
-      return Status::Internal(std::string(what) +
-                              ": cannot queue command: " + iscsi_get_error(iscsi_));
+  std::vector<size_t> todo(issues.size());
+  for (size_t i = 0; i < todo.size(); ++i)
+    todo[i] = i;
+  for (int round = 0; !todo.empty(); ++round) {
+    std::vector<CommandWait> waits(todo.size());
+    std::vector<ScsiTaskPtr> tasks(todo.size());
+    for (size_t k = 0; k < todo.size(); ++k) {
+      tasks[k].reset(issues[todo[k]](iscsi_, CommandCallback, &waits[k]));
+      if (!tasks[k]) {
+        waits[k].done = true;
+        results[todo[k]] = Status::Internal(std::string(what) +
+                                            ": cannot queue command: " + iscsi_get_error(iscsi_));
+      }
     }
     const auto deadline = Clock::now() + options_.command_timeout;
-    Status status = RunUntil([&wait] { return wait.done; }, deadline, what);
+    Status status = RunUntil(
+        [&waits] {
+          for (const CommandWait& w : waits) {
+            if (!w.done) return false;
+          }
+          return true;
+        },
+        deadline, what);
     if (!status.ok()) {
-      Abort();  // the command may still complete later; nobody must be waiting for it then
+      Abort();  // the commands may still complete later; nobody must be waiting for them then
       if (status.code() == StatusCode::kTimeout) {
-        return Status::Timeout(std::string(what) + ": no answer from " + where() + " within " +
-                               std::to_string(options_.command_timeout.count()) + " ms");
+        status = Status::Timeout(std::string(what) + ": no answer from " + where() + " within " +
+                                 std::to_string(options_.command_timeout.count()) + " ms");
       }
-      return status;
+      for (size_t k = 0; k < todo.size(); ++k) {
+        if (tasks[k]) results[todo[k]] = status;
+      }
+      return results;
     }
-    if (wait.status == SCSI_STATUS_CHECK_CONDITION &&
-        task->sense.key == SCSI_SENSE_UNIT_ATTENTION && attempt < kMaxUnitAttentions) {
-      continue;
+    std::vector<size_t> again;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      if (!tasks[k]) continue;
+      if (waits[k].status == SCSI_STATUS_CHECK_CONDITION &&
+          tasks[k]->sense.key == SCSI_SENSE_UNIT_ATTENTION && round < kMaxUnitAttentions) {
+        again.push_back(todo[k]);
+        continue;
+      }
+      Status s = TaskStatus(waits[k].status, tasks[k].get(), iscsi_, what);
+      if (s.ok()) {
+        results[todo[k]] = std::move(tasks[k]);
+      } else {
+        results[todo[k]] = s;
+      }
     }
-    status = TaskStatus(wait.status, task.get(), iscsi_, what);
-    if (!status.ok()) return status;
-    return task;
+    todo = std::move(again);
   }
+  return results;
+}
+
+std::chrono::nanoseconds Connection::MinRtt() const {
+  if (iscsi_ == nullptr) return std::chrono::nanoseconds(0);
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(iscsi_get_fd(iscsi_), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
+    return std::chrono::nanoseconds(0);
+  }
+  return std::chrono::microseconds(info.tcpi_min_rtt);
 }
 
 Result<std::vector<DiscoveredTarget>> Connection::Discover() {

@@ -7,6 +7,7 @@
 // SCSI_STATUS_CANCELLED, so per-command state must outlive this object's destruction.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -42,7 +43,9 @@ class Connection {
 
   // Connects and logs in within options.login_timeout: a normal session with a target, a
   // discovery session without one. Unit attentions are handled per command by Execute.
-  static Result<std::unique_ptr<Connection>> Open(const ConnectionOptions& options);
+  // `abort`, when given, is polled like the cancellation flag: setting it makes Open give up.
+  static Result<std::unique_ptr<Connection>> Open(const ConnectionOptions& options,
+                                                  const std::atomic<bool>* abort = nullptr);
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -66,6 +69,13 @@ class Connection {
   // task when it completed with GOOD status, else the mapped failure. On timeout the connection
   // is torn down (the command cannot be recalled), so later calls fail fast.
   Result<ScsiTaskPtr> Execute(const IssueFn& issue, std::string_view what);
+  // Issues several commands at once (one round trip for all) and waits for every one; each
+  // result is as Execute's. A timeout tears the connection down as in Execute.
+  std::vector<Result<ScsiTaskPtr>> ExecuteAll(const std::vector<IssueFn>& issues,
+                                              std::string_view what);
+  // The kernel's smallest round-trip sample on this connection's socket (TCP_INFO min_rtt), or
+  // 0 when unknown. After login it reflects several clean round trips.
+  std::chrono::nanoseconds MinRtt() const;
   // SendTargets discovery (discovery sessions only).
   Result<std::vector<DiscoveredTarget>> Discover();
   // Destroys the context now (no logout), cancelling everything outstanding.
@@ -86,6 +96,7 @@ class Connection {
   NegotiatedParams negotiated_;
   std::chrono::nanoseconds login_time_{0};
   int connect_errno_ = 0;  // why the TCP connect failed, when it did
+  const std::atomic<bool>* abort_ = nullptr;
 };
 
 }  // namespace wanbackup::initiator::internal

@@ -36,14 +36,6 @@ std::string DeviceTypeName(int code) {
   }
 }
 
-Result<ScsiTaskPtr> Inquiry(Connection& conn, int lun, int evpd, int page, const char* what) {
-  return conn.Execute(
-      [=](iscsi_context* iscsi, auto cb, void* data) {
-        return iscsi_inquiry_task(iscsi, lun, evpd, page, 255, cb, data);
-      },
-      what);
-}
-
 }  // namespace
 
 Result<std::vector<int>> ReportLuns(Connection& conn) {
@@ -64,9 +56,29 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
   LunInfo info;
   info.lun = lun;
   const std::string at = " (LUN " + std::to_string(lun) + ")";
+  auto inquiry = [lun](int evpd, int page) -> Connection::IssueFn {
+    return [=](iscsi_context* iscsi, auto cb, void* data) {
+      return iscsi_inquiry_task(iscsi, lun, evpd, page, 255, cb, data);
+    };
+  };
+  // Everything at once: one round trip instead of five. READ CAPACITY and Block Limits fail
+  // harmlessly on a LUN that is not a disk.
+  std::vector<Result<ScsiTaskPtr>> r =
+      conn.ExecuteAll({inquiry(0, 0), inquiry(1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER),
+                       inquiry(1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION),
+                       [lun](iscsi_context* iscsi, auto cb, void* data) {
+                         return iscsi_readcapacity16_task(iscsi, lun, cb, data);
+                       },
+                       inquiry(1, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS)},
+                      "describing LUN " + std::to_string(lun));
+  if (conn.broken()) {
+    for (auto& result : r) {
+      if (!result.ok()) return result.status();
+    }
+  }
+  if (!r[0].ok()) return r[0].status().WithContext("INQUIRY" + at);
   {
-    WB_ASSIGN_OR_RETURN(ScsiTaskPtr task, Inquiry(conn, lun, 0, 0, "INQUIRY"));
-    auto* inq = static_cast<scsi_inquiry_standard*>(scsi_datain_unmarshall(task.get()));
+    auto* inq = static_cast<scsi_inquiry_standard*>(scsi_datain_unmarshall(r[0]->get()));
     if (inq == nullptr) return Status::IoError("INQUIRY" + at + ": cannot decode the answer");
     // Peripheral qualifier 3: "not capable of supporting a device on this LUN" = no such LUN.
     if (inq->qualifier != SCSI_INQUIRY_PERIPHERAL_QUALIFIER_CONNECTED) {
@@ -78,19 +90,13 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
     info.product = Trimmed(inq->product_identification);
     info.revision = Trimmed(inq->product_revision_level);
   }
-  if (auto task =
-          Inquiry(conn, lun, 1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER, "INQUIRY VPD 0x80");
-      task.ok()) {
-    auto* sn = static_cast<scsi_inquiry_unit_serial_number*>(scsi_datain_unmarshall(task->get()));
+  if (r[1].ok()) {
+    auto* sn = static_cast<scsi_inquiry_unit_serial_number*>(scsi_datain_unmarshall(r[1]->get()));
     if (sn != nullptr) info.serial = Trimmed(sn->usn);
-  } else if (conn.broken()) {
-    return task.status();
   }
-  if (auto task =
-          Inquiry(conn, lun, 1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION, "INQUIRY VPD 0x83");
-      task.ok()) {
+  if (r[2].ok()) {
     auto* di =
-        static_cast<scsi_inquiry_device_identification*>(scsi_datain_unmarshall(task->get()));
+        static_cast<scsi_inquiry_device_identification*>(scsi_datain_unmarshall(r[2]->get()));
     if (di != nullptr && di->designators != nullptr) {
       const scsi_inquiry_device_designator* d = di->designators;
       if (d->code_set == SCSI_CODESET_ASCII || d->code_set == SCSI_CODESET_UTF8) {
@@ -103,18 +109,12 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
         }
       }
     }
-  } else if (conn.broken()) {
-    return task.status();
   }
   if (!info.is_disk()) return info;
 
+  if (!r[3].ok()) return r[3].status().WithContext("READ CAPACITY(16)" + at);
   {
-    WB_ASSIGN_OR_RETURN(
-        ScsiTaskPtr task,
-        conn.Execute([lun](iscsi_context* iscsi, auto cb,
-                           void* data) { return iscsi_readcapacity16_task(iscsi, lun, cb, data); },
-                     "READ CAPACITY(16)" + at));
-    auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task.get()));
+    auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(r[3]->get()));
     if (cap == nullptr) return Status::IoError("READ CAPACITY(16)" + at + ": cannot decode");
     if (cap->block_length == 0 || cap->block_length % 512 != 0) {
       return Status::Unsupported("LUN " + std::to_string(lun) + " reports a block size of " +
@@ -126,18 +126,41 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
     info.thin_provisioned = cap->lbpme != 0;
     info.unmapped_reads_zero = cap->lbprz != 0;
   }
-  if (auto task = Inquiry(conn, lun, 1, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS, "INQUIRY VPD 0xB0");
-      task.ok()) {
-    auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(task->get()));
+  if (r[4].ok()) {
+    auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(r[4]->get()));
     if (bl != nullptr) {
       info.has_block_limits = true;
       info.max_transfer_blocks = bl->max_xfer_len;
       info.optimal_transfer_blocks = bl->opt_xfer_len;
     }
-  } else if (conn.broken()) {
-    return task.status();
   }
   return info;
+}
+
+Status VerifySameLun(Connection& conn, const LunInfo& expected, bool identity) {
+  const int lun = expected.lun;
+  WB_ASSIGN_OR_RETURN(
+      ScsiTaskPtr task,
+      conn.Execute([lun](iscsi_context* iscsi, auto cb,
+                         void* data) { return iscsi_readcapacity16_task(iscsi, lun, cb, data); },
+                   "READ CAPACITY(16)"));
+  auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task.get()));
+  if (cap == nullptr) return Status::IoError("READ CAPACITY(16): cannot decode the answer");
+  if (cap->returned_lba + 1 != expected.block_count || cap->block_length != expected.block_size) {
+    return Status::Corruption("LUN " + std::to_string(lun) + " on " + conn.where() +
+                              " changed size: it had " + std::to_string(expected.block_count) +
+                              " blocks of " + std::to_string(expected.block_size) + " bytes, now " +
+                              std::to_string(cap->returned_lba + 1) + " of " +
+                              std::to_string(cap->block_length));
+  }
+  if (!identity) return Status::Ok();
+  WB_ASSIGN_OR_RETURN(LunInfo now, QueryLun(conn, lun));
+  if (now.serial != expected.serial || now.identifier != expected.identifier) {
+    return Status::Corruption("after reconnecting, LUN " + std::to_string(lun) + " on " +
+                              conn.where() + " is a different device (serial '" + now.serial +
+                              "', was '" + expected.serial + "')");
+  }
+  return Status::Ok();
 }
 
 }  // namespace wanbackup::initiator::internal

@@ -13,5 +13,9 @@ namespace wanbackup::initiator::internal {
 Result<std::vector<int>> ReportLuns(Connection& conn);
 // Describes `lun`; a LUN that does not exist gives NotFound.
 Result<LunInfo> QueryLun(Connection& conn, int lun);
+// Confirms that `conn` reaches the LUN described by `expected`: same capacity and block size,
+// and with `identity`, the same serial number and designator (after a reconnect the address may
+// lead elsewhere). The first command also absorbs the new session's unit attention.
+Status VerifySameLun(Connection& conn, const LunInfo& expected, bool identity);
 
 }  // namespace wanbackup::initiator::internal

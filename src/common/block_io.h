@@ -1,0 +1,78 @@
+// The seams between data movers: a BlockSource reads a device (iSCSI LUN, local file or block
+// device) asynchronously into caller-owned buffers; a BlockSink writes one. The copier and the
+// snapshot pipeline see only these interfaces, so they do not care where blocks come from.
+//
+// Threading: one consumer thread calls Submit/Wait/Stats on a source (implementations use
+// their own threads inside and document them). Sinks are called from one thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace wanbackup {
+
+struct SourceGeometry {
+  std::string name;         // for messages: a URL without secrets, or a path
+  uint64_t size_bytes = 0;  // a multiple of block_size
+  uint32_t block_size = 512;
+};
+
+struct ReadRequest {
+  uint64_t offset = 0;        // bytes, a multiple of the block size
+  uint64_t length = 0;        // bytes, a multiple of the block size, > 0
+  uint8_t* buffer = nullptr;  // `length` bytes; untouched by the caller until completion
+  uint64_t tag = 0;           // returned with the completion
+};
+
+struct ReadCompletion {
+  ReadRequest request;
+  Status status;  // not OK: this range could not be read (the message names it); never zeros
+};
+
+// Counters a source keeps about itself, for progress displays and summaries.
+struct SourceStats {
+  uint64_t bytes_read = 0;
+  uint64_t bytes_in_flight = 0;
+  uint32_t connections = 0;  // live connections (1 for local sources)
+  uint32_t commands_in_flight = 0;
+  uint64_t retries = 0;
+  uint64_t reconnects = 0;
+  std::chrono::nanoseconds rtt{0};  // measured round trip (0 for local sources)
+  uint32_t io_size = 0;             // bytes per command in use
+  uint32_t queue_depth = 0;         // commands per connection in use
+};
+
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  virtual const SourceGeometry& geometry() const = 0;
+  // The request size and number of outstanding requests at which the source runs at full
+  // speed; the caller should keep about that many submitted. May grow while reading.
+  virtual uint64_t preferred_request_size() const = 0;
+  virtual size_t preferred_in_flight() const = 0;
+  // Queues a read. Fails only for a malformed request or after a fatal failure.
+  virtual Status Submit(const ReadRequest& request) = 0;
+  // Waits for the next completion, in any order. Fails when the source has failed for good
+  // (every outstanding request is then abandoned) or was cancelled.
+  virtual Result<ReadCompletion> Wait() = 0;
+  virtual SourceStats Stats() const = 0;
+};
+
+class BlockSink {
+ public:
+  virtual ~BlockSink() = default;
+  virtual const std::string& name() const = 0;
+  // True when writes must arrive in offset order (a pipe or terminal).
+  virtual bool sequential_only() const = 0;
+  // True when skipping an all-zero range leaves zeros there (a new or truncated file).
+  virtual bool zeros_are_free() const = 0;
+  virtual Status Write(uint64_t offset, const uint8_t* data, size_t length) = 0;
+  // Makes everything written durable (fsync) and sets the final size; last call.
+  virtual Status Finish(uint64_t total_size) = 0;
+};
+
+}  // namespace wanbackup

@@ -1,0 +1,106 @@
+#include "initiator/autotune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace wanbackup::initiator {
+namespace {
+
+uint64_t RoundDown(uint64_t value, uint64_t multiple) {
+  return value / multiple * multiple;
+}
+
+}  // namespace
+
+TuningPlan PlanTransfer(const TuningRequest& r) {
+  TuningPlan plan;
+  const uint64_t block = std::max<uint32_t>(r.block_size, 512);
+  std::string notes;
+
+  uint64_t b = r.io_size != 0 ? r.io_size : kDefaultIoSize;
+  b = std::clamp<uint64_t>(b, block, kMaxIoSize);
+  if (r.max_transfer_bytes != 0 && b > r.max_transfer_bytes) {
+    b = r.max_transfer_bytes;
+    notes += " B limited by the LUN's maximum transfer length;";
+  }
+  if (r.lun_size != 0) b = std::min(b, std::max<uint64_t>(r.lun_size, block));
+  b = std::max<uint64_t>(RoundDown(b, block), block);
+
+  const double rtt_s = std::chrono::duration<double>(r.rtt).count();
+  int c = r.connections;
+  if (c == 0) {
+    c = static_cast<int>(
+        std::ceil(kConnectionHeadroom * kAssumedLinkBytesPerSecond * rtt_s / kWindowBytesPerRtt));
+    c = std::clamp(c, 2, kMaxConnections);
+  }
+  int n = r.queue_depth;
+  if (n == 0) {
+    n = static_cast<int>(std::ceil(2.0 * kWindowBytesPerRtt / static_cast<double>(b))) + 1;
+    n = std::clamp(n, 2, kMaxQueueDepth);
+  }
+
+  const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);
+  auto in_flight = [&] { return static_cast<uint64_t>(c) * static_cast<uint64_t>(n + 1) * b; };
+  if (in_flight() > cap) {
+    notes += " reduced to fit --max-memory;";
+    while (in_flight() > cap && n > 1)
+      --n;
+    while (in_flight() > cap && c > 1 && r.connections == 0)
+      --c;
+    while (in_flight() > cap && b > std::max<uint64_t>(kMinIoSize, block)) {
+      b = std::max<uint64_t>(RoundDown(b / 2, block), std::max<uint64_t>(kMinIoSize, block));
+    }
+    while (in_flight() > cap && c > 1)
+      --c;
+  }
+
+  plan.connections = c;
+  plan.queue_depth = n;
+  plan.io_size = b;
+  plan.adapt_connections = r.connections == 0;
+  const uint64_t per_connection = static_cast<uint64_t>(n + 1) * b;
+  plan.max_connections = plan.adapt_connections
+                             ? static_cast<int>(std::clamp<uint64_t>(
+                                   cap / per_connection, static_cast<uint64_t>(c), kMaxConnections))
+                             : c;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "RTT %.1f ms: %d connection%s x %d READs x %llu KiB in flight (%llu MiB)%s",
+                rtt_s * 1e3, c, c == 1 ? "" : "s", n, static_cast<unsigned long long>(b >> 10),
+                static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
+                plan.adapt_connections ? ", more connections while they help" : "");
+  plan.explanation = buf;
+  if (!notes.empty()) plan.explanation += ";" + notes.substr(0, notes.size() - 1);
+  return plan;
+}
+
+ConnectionScaler::ConnectionScaler(int start, int max, double min_gain)
+    : max_(std::max(start, max)), min_gain_(min_gain) {
+  settled_ = start >= max_;
+}
+
+int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second, double window_limit) {
+  if (settled_) return connections;
+  if (best_rate_ > 0 && bytes_per_second < best_rate_ * min_gain_) {
+    settled_ = true;  // the last step did not pay: the link, not the window, is the limit
+    best_rate_ = std::max(best_rate_, bytes_per_second);
+    return connections;
+  }
+  best_rate_ = bytes_per_second;
+  const double per_connection = bytes_per_second / std::max(1, connections);
+  if (connections >= max_ || per_connection < 0.75 * window_limit) {
+    // Connections below their window limit are held back by the link (or by loss); more of
+    // them would only share the same link.
+    settled_ = true;
+    return connections;
+  }
+  return std::min(max_, connections + (connections + 1) / 2);
+}
+
+uint64_t BufferBudget(uint64_t max_memory) {
+  const uint64_t reserve = std::min<uint64_t>(16ull << 20, max_memory / 4);
+  return max_memory - reserve;
+}
+
+}  // namespace wanbackup::initiator

@@ -1,0 +1,84 @@
+// Autotune: how many connections (C), commands per connection (N) and bytes per READ (B) keep a
+// long link busy, within a memory cap. Pure logic; thread-compatible.
+//
+// The rule (docs/performance.md has the model and the measurements):
+//   - B = 4 MiB (a READ costs one round trip however large, as long as it is in flight with
+//     others), never above the LUN's Block Limits maximum transfer, never above the memory cap.
+//   - One TCP connection from the target carries about W = 2.5 MB per round trip (tgt's socket
+//     send buffer, tcp_wmem max 4 MiB; we do not control the target). Each connection gets
+//     N = ceil(2·W / B) + 1 commands, at least 2: more than it can carry, so it never waits
+//     for us. A new connection's READs start at 32 KiB and double per completion up to B.
+//   - C starts at what a 1 Gbit/s link needs at the measured RTT, with a quarter more as
+//     headroom: C = ceil(1.25 · 125 MB/s · RTT / W), at least 2, at most 16. While reading,
+//     ConnectionScaler doubles C as long as that raises throughput by 10 % or more: the
+//     per-connection plateau is noticed and the link, not the window, becomes the limit.
+//   - Each connection needs (N + 1)·B of buffers (one waiting spare). If C·(N+1)·B exceeds the
+//     buffer budget (--max-memory less what the program itself needs), N shrinks first (to 1),
+//     then C, then B (to 256 KiB).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace wanbackup::initiator {
+
+inline constexpr uint64_t kDefaultIoSize = 4 << 20;
+inline constexpr uint64_t kMinIoSize = 256 << 10;
+inline constexpr uint64_t kMaxIoSize = 64 << 20;
+inline constexpr double kWindowBytesPerRtt = 2.5e6;
+inline constexpr double kConnectionHeadroom = 1.25;
+inline constexpr double kAssumedLinkBytesPerSecond = 125e6;
+inline constexpr int kMaxConnections = 16;
+inline constexpr int kMaxQueueDepth = 64;
+inline constexpr uint64_t kDefaultMaxMemory = 256ull << 20;
+
+// What of a --max-memory budget may go to data buffers: the rest is left for the program itself
+// (code, libraries, queues), so that its whole resident size stays within the budget.
+uint64_t BufferBudget(uint64_t max_memory);
+
+struct TuningRequest {
+  std::chrono::nanoseconds rtt{0};
+  uint32_t block_size = 512;
+  uint64_t lun_size = 0;
+  uint64_t max_transfer_bytes = 0;  // from Block Limits; 0 = no limit
+  uint64_t max_memory = kDefaultMaxMemory;
+  int connections = 0;   // 0 = choose
+  int queue_depth = 0;   // 0 = choose
+  uint64_t io_size = 0;  // 0 = choose
+};
+
+struct TuningPlan {
+  int connections = 1;
+  int queue_depth = 1;
+  uint64_t io_size = kDefaultIoSize;
+  bool adapt_connections = false;  // ConnectionScaler may add connections (C was not given)
+  int max_connections = 1;         // what the memory cap allows at this N and B
+  std::string explanation;         // one line: why these values
+};
+
+// Never fails: user values are clamped to what the LUN and the memory cap allow (the
+// explanation says so when that happens).
+TuningPlan PlanTransfer(const TuningRequest& request);
+
+// Adds connections while they help: only when each connection runs at its window limit (the
+// per-connection plateau), and only as long as the previous step raised throughput by
+// `min_gain`. Feed it the throughput of each measurement window during which every connection
+// was up and had work queued.
+class ConnectionScaler {
+ public:
+  ConnectionScaler(int start, int max, double min_gain = 1.10);
+  // `window_limit`: bytes/s one connection can carry at most (W / RTT). Returns how many
+  // connections to have now (>= `connections`).
+  int OnMeasurement(int connections, double bytes_per_second, double window_limit);
+  bool settled() const { return settled_; }
+  double best_rate() const { return best_rate_; }
+
+ private:
+  int max_;
+  double min_gain_;
+  double best_rate_ = 0;
+  bool settled_ = false;
+};
+
+}  // namespace wanbackup::initiator
