@@ -19,6 +19,7 @@ namespace {
 // Every verb, in the order --help lists them.
 constexpr RegisterFn kCommands[] = {
     RegisterProbe,
+    RegisterCopy,
 };
 
 extern "C" void OnTerminationSignal(int signo) {

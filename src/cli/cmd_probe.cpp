@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/target_flags.h"
+#include "cli/tuning_flags.h"
 #include "common/units.h"
 #include "initiator/probe.h"
 
@@ -17,8 +18,17 @@ namespace {
 struct ProbeCommandOptions {
   std::string url;
   bool json = false;
+  std::string rate_test = "3s";
   TargetFlags target;
+  TuningFlags tuning;
 };
+
+std::string RecommendedFlags(const initiator::RateTest& r) {
+  const std::string io = r.io_size % (1 << 20) == 0 ? std::to_string(r.io_size >> 20) + "M"
+                                                    : std::to_string(r.io_size >> 10) + "K";
+  return "--connections " + std::to_string(r.connections) + " --queue-depth " +
+         std::to_string(r.queue_depth) + " --io-size " + io;
+}
 
 double Millis(std::chrono::nanoseconds d) {
   return static_cast<double>(d.count()) / 1e6;
@@ -68,6 +78,19 @@ void PrintJson(const initiator::ProbeReport& report) {
       jt["error"] = t.error.message();
     } else {
       jt["login_ms"] = Millis(t.login_time);
+      jt["rtt_ms"] = Millis(t.rtt);
+      if (t.rate) {
+        const auto& r = *t.rate;
+        jt["rate_test"] = {{"bytes", r.bytes},
+                           {"seconds", std::chrono::duration<double>(r.elapsed).count()},
+                           {"bytes_per_second", r.bytes_per_second},
+                           {"steady_bytes_per_second", r.steady_bytes_per_second},
+                           {"connections", r.connections},
+                           {"queue_depth", r.queue_depth},
+                           {"io_size", r.io_size},
+                           {"plan", r.plan},
+                           {"recommended_flags", RecommendedFlags(r)}};
+      }
       jt["negotiated"] = NegotiatedJson(t.negotiated);
       nlohmann::json luns = nlohmann::json::array();
       for (const auto& lun : t.luns)
@@ -91,6 +114,7 @@ void PrintHuman(const initiator::ProbeReport& report) {
     }
     const auto& n = t.negotiated;
     std::printf("  login       %.1f ms (TCP connect + iSCSI login)\n", Millis(t.login_time));
+    if (t.rtt.count() > 0) std::printf("  RTT         %.1f ms\n", Millis(t.rtt));
     std::printf(
         "  negotiated  MaxBurstLength=%u FirstBurstLength=%u MaxRecvDataSegmentLength="
         "%u/%u (ours/target's) ImmediateData=%s InitialR2T=%s HeaderDigest=%s\n",
@@ -115,6 +139,19 @@ void PrintHuman(const initiator::ProbeReport& report) {
       std::printf("  %-4d %-11s %-30s %-9s %-9s %-24s %s\n", lun.lun, lun.device_type.c_str(),
                   size.c_str(), block.c_str(), xfer.c_str(), vp.c_str(), lun.serial.c_str());
     }
+    if (t.rate) {
+      const auto& r = *t.rate;
+      std::printf(
+          "  rate test   %s once ramped up (%s over %s including start-up) with %d "
+          "connections x %d READs x %s\n",
+          FormatRate(r.steady_bytes_per_second).c_str(), FormatRate(r.bytes_per_second).c_str(),
+          FormatDuration(r.elapsed).c_str(), r.connections, r.queue_depth,
+          FormatBytes(r.io_size).c_str());
+      std::printf(
+          "  recommended %s  (what autotune settled on; copy and snapshot choose it by "
+          "themselves)\n",
+          RecommendedFlags(r).c_str());
+    }
   }
 }
 
@@ -122,6 +159,11 @@ Status RunProbe(const ProbeCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(opts.url));
   initiator::ProbeOptions probe;
   probe.lun = url.lun;
+  WB_ASSIGN_OR_RETURN(auto rate_test, ParseDuration(opts.rate_test, "s"));
+  probe.rate_test = std::chrono::ceil<std::chrono::milliseconds>(rate_test);
+  initiator::IscsiSourceOptions tuned;
+  WB_RETURN_IF_ERROR(ApplyTuningFlags(opts.tuning, &tuned));
+  probe.tuning = tuned.tuning;
   WB_ASSIGN_OR_RETURN(probe.connection, BuildConnectionOptions(std::move(url), opts.target));
   WB_ASSIGN_OR_RETURN(initiator::ProbeReport report, initiator::Probe(probe));
   if (opts.json) {
@@ -157,11 +199,17 @@ void RegisterProbe(CLI::App& app, Runner* runner) {
                   "iscsi://[user@]host[:port][/target-iqn[/lun]]  (port defaults to 3260)")
       ->required();
   cmd->add_flag("--json", opts->json, "print a JSON document instead of a table");
+  cmd->add_option("--rate-test", opts->rate_test,
+                  "with a LUN in the URL, read this long to measure throughput and show the "
+                  "settings that reached it; 0 skips it")
+      ->capture_default_str();
+  AddTuningFlags(cmd, &opts->tuning);
   AddTargetFlags(cmd, &opts->target);
   cmd->footer(
       "\nDescribes the target: LUNs, size, block size, block limits and the negotiated iSCSI\n"
-      "parameters. A URL without a target discovers the portal's targets and probes each.\n"
-      "Nothing is written to the target.\n"
+      "parameters, the round trip, and (with a LUN in the URL) a short rate test with the\n"
+      "settings autotune reached. A URL without a target discovers the portal's targets and\n"
+      "probes each. Nothing is written to the target.\n"
       "\nEXAMPLES:\n"
       "  wanbackup probe iscsi://san.example.net\n"
       "  wanbackup probe iscsi://san.example.net/iqn.2001-05.com.example:lun-db/1 --json\n"

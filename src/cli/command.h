@@ -16,6 +16,7 @@ namespace wanbackup::cli {
 using Runner = std::function<Status()>;
 using RegisterFn = void (*)(CLI::App& app, Runner* runner);
 
+void RegisterCopy(CLI::App& app, Runner* runner);
 void RegisterProbe(CLI::App& app, Runner* runner);
 
 }  // namespace wanbackup::cli

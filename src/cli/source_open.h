@@ -1,0 +1,23 @@
+// Opening what a command reads from: an iSCSI URL (with the connection and tuning flags) or a
+// local file/block device. Shared by copy and snapshot.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/target_flags.h"
+#include "cli/tuning_flags.h"
+#include "common/block_io.h"
+
+namespace wanbackup::cli {
+
+struct OpenedSource {
+  std::unique_ptr<BlockSource> source;
+  bool remote = false;
+  std::string tuning_explanation;  // iSCSI only: what autotune chose and why
+};
+
+Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
+                                const TuningFlags& tuning);
+
+}  // namespace wanbackup::cli

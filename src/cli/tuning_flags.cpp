@@ -1,0 +1,93 @@
+#include "cli/tuning_flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "common/units.h"
+
+namespace wanbackup::cli {
+
+void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
+  const char* group = "Tuning (defaults: autotune, see below)";
+  command
+      ->add_option("--connections", flags->connections,
+                   "iSCSI connections (sessions) to open, 1-16; default: from the RTT, then "
+                   "more while they raise throughput")
+      ->check(CLI::Range(1, initiator::kMaxConnections))
+      ->group(group);
+  command
+      ->add_option("--queue-depth", flags->queue_depth,
+                   "READs in flight per connection, 1-64; default: enough for two TCP windows "
+                   "(3 with 4 MiB READs)")
+      ->check(CLI::Range(1, initiator::kMaxQueueDepth))
+      ->group(group);
+  command
+      ->add_option("--io-size", flags->io_size,
+                   "bytes per READ, a multiple of the block size up to 64M; default 4M, capped "
+                   "by the LUN's maximum transfer length")
+      ->group(group);
+  command
+      ->add_option("--max-memory", flags->max_memory,
+                   "cap on buffer memory (data in flight and waiting to be written)")
+      ->capture_default_str()
+      ->group(group);
+  command
+      ->add_flag("--paper-baseline", flags->paper_baseline,
+                 "behave like the OS initiator in the paper: 1 connection, 1 READ of 128 KiB "
+                 "at a time (for comparison)")
+      ->group(group);
+  command
+      ->add_option("--retry-timeout", flags->retry_timeout,
+                   "give up when no data arrives for this long despite retries and reconnects")
+      ->capture_default_str()
+      ->group(group);
+}
+
+std::string AutotuneHelp() {
+  return "\nAUTOTUNE:\n"
+         "  wanbackup measures the round trip (RTT) and keeps N READs of B bytes in flight on\n"
+         "  each of C connections, so the link never waits for a command: B = 4 MiB; N = enough\n"
+         "  for twice what one TCP connection from the target carries per round trip (about\n"
+         "  2.5 MB), i.e. 3; C starts at 1.25 times what 1 Gbit/s needs at that RTT (at least\n"
+         "  2, at most 16) and doubles while each step raises throughput by 10% or more. A new\n"
+         "  connection's READs start at 32 KiB and double per completion up to B. C x N x B\n"
+         "  stays within --max-memory (N shrinks first, then C, then B). Any value given on\n"
+         "  the command line is used as is.\n";
+}
+
+Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options) {
+  initiator::TuningRequest& t = options->tuning;
+  if (flags.paper_baseline) {
+    if (flags.connections != 0 || flags.queue_depth != 0 || !flags.io_size.empty()) {
+      return Status::InvalidArgument(
+          "--paper-baseline sets --connections, --queue-depth and --io-size itself");
+    }
+    t.connections = 1;
+    t.queue_depth = 1;
+    t.io_size = 128 << 10;
+  } else {
+    t.connections = flags.connections;
+    t.queue_depth = flags.queue_depth;
+    if (!flags.io_size.empty()) {
+      Result<uint64_t> size = ParseSize(flags.io_size);
+      if (!size.ok()) return size.status().WithContext("--io-size");
+      if (*size < 512 || *size > initiator::kMaxIoSize || *size % 512 != 0) {
+        return Status::InvalidArgument("--io-size must be a multiple of 512 from 512 to 64M");
+      }
+      t.io_size = *size;
+    }
+  }
+  Result<uint64_t> memory = ParseSize(flags.max_memory);
+  if (!memory.ok()) return memory.status().WithContext("--max-memory");
+  if (*memory < (1 << 20)) return Status::InvalidArgument("--max-memory must be at least 1M");
+  if (t.io_size != 0 && *memory < t.io_size) {
+    return Status::InvalidArgument("--max-memory must hold at least one READ (--io-size)");
+  }
+  t.max_memory = *memory;
+  Result<std::chrono::nanoseconds> retry = ParseDuration(flags.retry_timeout, "s");
+  if (!retry.ok()) return retry.status().WithContext("--retry-timeout");
+  if (retry->count() <= 0) return Status::InvalidArgument("--retry-timeout must be positive");
+  options->retry_timeout = std::chrono::ceil<std::chrono::milliseconds>(*retry);
+  return Status::Ok();
+}
+
+}  // namespace wanbackup::cli

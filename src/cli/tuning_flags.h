@@ -1,0 +1,31 @@
+// The initiator's tuning flags (connections, queue depth, I/O size, memory cap, the paper's
+// baseline, retry timeout), shared by every command that reads or writes a LUN.
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+#include "initiator/iscsi_source.h"
+
+namespace CLI {
+class App;
+}
+
+namespace wanbackup::cli {
+
+struct TuningFlags {
+  int connections = 0;
+  int queue_depth = 0;
+  std::string io_size;
+  std::string max_memory = "256MiB";
+  bool paper_baseline = false;
+  std::string retry_timeout = "5m";
+};
+
+void AddTuningFlags(CLI::App* command, TuningFlags* flags);
+// The "how autotune chooses" text for a command's --help footer.
+std::string AutotuneHelp();
+// Fills options.tuning and options.retry_timeout; rejects out-of-range values.
+Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options);
+
+}  // namespace wanbackup::cli

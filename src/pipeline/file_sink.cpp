@@ -1,0 +1,114 @@
+#include "pipeline/file_sink.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/units.h"
+
+namespace wanbackup::pipeline {
+
+Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
+                                                 const FileSinkOptions& options) {
+  std::unique_ptr<FileSink> sink(new FileSink());
+  sink->name_ = path;
+  if (path == "-") {
+    sink->fd_ = STDOUT_FILENO;
+    sink->owns_fd_ = false;
+    sink->sequential_ = true;
+    sink->name_ = "standard output";
+    return sink;
+  }
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(path + " is a directory; give a file or device path");
+  }
+  if (exists && S_ISBLK(st.st_mode)) {
+    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC);
+    if (sink->fd_ < 0) {
+      if (errno == EBUSY) {
+        return Status::Busy(path +
+                            " is in use (mounted, or held by LVM/RAID/swap); refusing to "
+                            "write to it");
+      }
+      return Status::FromErrno(errno, "cannot open " + path);
+    }
+    uint64_t size = 0;
+    if (::ioctl(sink->fd_, BLKGETSIZE64, &size) != 0) {
+      return Status::FromErrno(errno, "cannot read the size of " + path);
+    }
+    if (size < options.expected_size) {
+      return Status::InvalidArgument(path + " holds " + FormatBytes(size) + ", less than the " +
+                                     FormatBytes(options.expected_size) + " to write");
+    }
+    sink->block_device_ = true;
+    return sink;
+  }
+  if (exists && S_ISCHR(st.st_mode)) {
+    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot open " + path);
+    return sink;
+  }
+  if (exists && S_ISFIFO(st.st_mode)) {
+    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot open " + path);
+    sink->sequential_ = true;
+    return sink;
+  }
+  if (exists && !options.overwrite) {
+    return Status::AlreadyExists(path + " exists; use --force to overwrite it");
+  }
+  sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
+  sink->regular_ = true;
+  sink->zeros_free_ = true;
+  return sink;
+}
+
+FileSink::~FileSink() {
+  if (fd_ >= 0 && owns_fd_) ::close(fd_);
+}
+
+Status FileSink::Write(uint64_t offset, const uint8_t* data, size_t length) {
+  if (sequential_ && offset != position_) {
+    return Status::Internal(name_ + ": out-of-order write at " + std::to_string(offset) +
+                            ", expected " + std::to_string(position_));
+  }
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t n =
+        sequential_ ? ::write(fd_, data + done, length - done)
+                    : ::pwrite(fd_, data + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno,
+                               "writing " + name_ + " at offset " + std::to_string(offset + done));
+    }
+    if (n == 0) return Status::IoError("writing " + name_ + ": no progress (device full?)");
+    done += static_cast<size_t>(n);
+  }
+  position_ = offset + length;
+  return Status::Ok();
+}
+
+Status FileSink::Finish(uint64_t total_size) {
+  if (regular_ && ::ftruncate(fd_, static_cast<off_t>(total_size)) != 0) {
+    return Status::FromErrno(errno, "setting the size of " + name_);
+  }
+  if ((regular_ || block_device_) && ::fsync(fd_) != 0) {
+    return Status::FromErrno(errno, "flushing " + name_ + " to stable storage");
+  }
+  if (owns_fd_) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return Status::FromErrno(errno, "closing " + name_);
+  }
+  return Status::Ok();
+}
+
+}  // namespace wanbackup::pipeline

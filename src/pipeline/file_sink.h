@@ -1,0 +1,48 @@
+// FileSink: writes to a regular file, a block device, a character device (/dev/null) or
+// standard output ("-"). Not thread-safe: one writer thread.
+//
+// Safety rules (the demanding user's): an existing regular file is not overwritten without
+// `overwrite`; a block device is opened with O_EXCL, so the kernel refuses one that is mounted
+// or held by LVM/RAID, and it must be at least as large as the data; new files are created
+// mode 0600 (disk images hold everything the disk held) and are sparse where zeros are skipped;
+// Finish() truncates to the final size and fsyncs before reporting success.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/block_io.h"
+
+namespace wanbackup::pipeline {
+
+struct FileSinkOptions {
+  bool overwrite = false;      // allow replacing an existing regular file
+  uint64_t expected_size = 0;  // refuse a block device smaller than this
+};
+
+class FileSink : public BlockSink {
+ public:
+  static Result<std::unique_ptr<FileSink>> Open(const std::string& path,
+                                                const FileSinkOptions& options);
+  ~FileSink() override;
+
+  const std::string& name() const override { return name_; }
+  bool sequential_only() const override { return sequential_; }
+  bool zeros_are_free() const override { return zeros_free_; }
+  Status Write(uint64_t offset, const uint8_t* data, size_t length) override;
+  Status Finish(uint64_t total_size) override;
+
+ private:
+  FileSink() = default;
+  std::string name_;
+  int fd_ = -1;
+  bool owns_fd_ = true;
+  bool sequential_ = false;
+  bool zeros_free_ = false;
+  bool regular_ = false;
+  bool block_device_ = false;
+  uint64_t position_ = 0;  // sequential sinks: the next offset expected
+};
+
+}  // namespace wanbackup::pipeline
