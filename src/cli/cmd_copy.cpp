@@ -115,7 +115,7 @@ Status RunCopy(const CopyCommandOptions& opts) {
                         {"seconds", seconds},
                         {"bytes_per_second", rate},
                         {"zero_bytes_skipped", r.zero_bytes_skipped},
-                        {"connections", r.source.connections},
+                        {"connections", r.source.peak_connections},
                         {"queue_depth", r.source.queue_depth},
                         {"io_size", r.source.io_size},
                         {"rtt_ms", std::chrono::duration<double, std::milli>(r.source.rtt).count()},
@@ -131,7 +131,7 @@ Status RunCopy(const CopyCommandOptions& opts) {
                        " (" + FormatRate(rate) + ") from " + source.geometry().name + " to " +
                        sink->name();
     if (r.source.rtt.count() > 0) {
-      line += "; " + std::to_string(r.source.connections) + " connections x " +
+      line += "; " + std::to_string(r.source.peak_connections) + " connections x " +
               std::to_string(r.source.queue_depth) + " READs x " + FormatBytes(r.source.io_size) +
               ", RTT " + FormatDuration(r.source.rtt) + ", " + std::to_string(r.source.retries) +
               " retries, " + std::to_string(r.source.reconnects) + " reconnects";

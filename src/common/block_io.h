@@ -37,7 +37,8 @@ struct ReadCompletion {
 struct SourceStats {
   uint64_t bytes_read = 0;
   uint64_t bytes_in_flight = 0;
-  uint32_t connections = 0;  // live connections (1 for local sources)
+  uint32_t connections = 0;       // live connections now (1 for local sources)
+  uint32_t peak_connections = 0;  // most connections live at once
   uint32_t commands_in_flight = 0;
   uint64_t retries = 0;
   uint64_t reconnects = 0;

@@ -75,6 +75,7 @@ class FileSourceImpl final : public FileSource {
     SourceStats s;
     s.bytes_read = bytes_read_;
     s.connections = 1;
+    s.peak_connections = 1;
     s.commands_in_flight = static_cast<uint32_t>(outstanding_ - done_.size());
     s.io_size = 4 << 20;
     s.queue_depth = static_cast<uint32_t>(workers_.size());

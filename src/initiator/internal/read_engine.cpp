@@ -194,6 +194,7 @@ SourceStats ReadEngine::Stats() const {
   s.bytes_read = bytes_read_.load();
   s.bytes_in_flight = bytes_in_flight_.load();
   s.connections = live_connections_.load();
+  s.peak_connections = peak_connections_.load();
   s.commands_in_flight = commands_in_flight_.load();
   s.retries = retries_.load();
   s.reconnects = reconnects_.load();
@@ -276,7 +277,8 @@ void ReadEngine::ManageConnections(Clock::time_point now) {
       slot.ramp_bytes = kRampStartBytes;
       slot.broken = false;
       slot.last_tick = now;
-      ++live_connections_;
+      const uint32_t live = ++live_connections_;
+      if (live > peak_connections_.load()) peak_connections_ = live;
       continue;
     }
     last_error_ = c.result.status();

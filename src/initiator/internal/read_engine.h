@@ -94,7 +94,7 @@ class ReadEngine final : public IscsiSource {
 
   // Counters read by Stats() from any thread.
   std::atomic<uint64_t> bytes_read_{0}, bytes_in_flight_{0}, retries_{0}, reconnects_{0};
-  std::atomic<uint32_t> live_connections_{0}, commands_in_flight_{0};
+  std::atomic<uint32_t> live_connections_{0}, peak_connections_{1}, commands_in_flight_{0};
   std::atomic<int> target_connections_{0};
 
   // I/O thread only.

@@ -1,0 +1,231 @@
+// wanbackup copy against the reference target through the emulated WAN: bit-exact results,
+// faults in the middle of a copy, and the errors users get.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/testbed.h"
+
+using namespace std::chrono_literals;
+using wanbackup::testing::LinkScope;
+using wanbackup::testing::Run;
+using wanbackup::testing::RunOptions;
+using wanbackup::testing::RunResult;
+using wanbackup::testing::Testbed;
+
+namespace {
+
+struct OutDir {
+  OutDir() {
+    char tmpl[] = "/tmp/wb-copy-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~OutDir() { std::system(("rm -rf " + path).c_str()); }
+  std::string path;
+};
+
+std::string LunUrl(int lun) {
+  const Testbed& bed = Testbed::Get();
+  return "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/" + std::to_string(lun);
+}
+
+// True when `copy` equals the first `length` bytes of `original` (all of it when 0).
+bool SameBytes(const std::string& copy, const std::string& original, uint64_t length = 0) {
+  std::vector<std::string> argv = {"cmp", copy, original};
+  if (length != 0) argv = {"cmp", "-n", std::to_string(length), copy, original};
+  return Run(argv).exit_code == 0;
+}
+
+nlohmann::json Summary(const RunResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("copy: a 512-byte-block LUN is copied bit-exact with default settings",
+          "[copy][integration]") {
+  const Testbed& bed = Testbed::Get();
+  OutDir out;
+  const std::string file = out.path + "/lun1.img";
+  auto summary = Summary(bed.Wanbackup({"copy", LunUrl(1), file, "--json"}));
+  CHECK(summary["bytes"].get<uint64_t>() == std::stoull(bed.Var("LUN1_SIZE")));
+  CHECK(summary["connections"].get<int>() >= 2);
+  CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
+  struct stat st {};
+  REQUIRE(::stat(file.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE(
+    "copy: a 4096-byte-block LUN of odd size is bit-exact with 1 and with 4 connections at 20 ms",
+    "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set delay=20ms");
+  OutDir out;
+  for (const char* connections : {"1", "4"}) {
+    const std::string file = out.path + "/lun2-" + connections + ".img";
+    // 1 MiB READs: the LUN (40 MiB + 8 KiB) is no multiple of them.
+    auto summary = Summary(bed.Wanbackup(
+        {"copy", LunUrl(2), file, "--json", "--connections", connections, "--io-size", "1M"}));
+    CHECK(summary["connections"].get<int>() == std::atoi(connections));
+    CHECK(summary["rtt_ms"].get<double>() >= 40.0);
+    CHECK(SameBytes(file, bed.Var("LUN2_FILE")));
+  }
+}
+
+TEST_CASE("copy: the paper's baseline mode reads one 128 KiB READ at a time, bit-exact",
+          "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set delay=8ms");
+  OutDir out;
+  const std::string file = out.path + "/baseline.img";
+  auto summary = Summary(
+      bed.Wanbackup({"copy", LunUrl(1), file, "--json", "--paper-baseline", "--length", "6M"}));
+  CHECK(summary["connections"].get<int>() == 1);
+  CHECK(summary["queue_depth"].get<int>() == 1);
+  CHECK(summary["io_size"].get<int>() == 128 * 1024);
+  CHECK(SameBytes(file, bed.Var("LUN1_FILE"), 6 << 20));
+}
+
+TEST_CASE("copy: to standard output the bytes come in order", "[copy][integration]") {
+  const Testbed& bed = Testbed::Get();
+  RunResult r = bed.Wanbackup({"copy", LunUrl(2), "-", "-q", "--connections", "3"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(bed.Var("LUN2_FILE"), std::ios::binary);
+  const std::string original((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  CHECK(r.out.size() == original.size());
+  CHECK(r.out == original);
+}
+
+TEST_CASE("copy: an existing destination is refused without --force and left untouched",
+          "[copy][integration]") {
+  const Testbed& bed = Testbed::Get();
+  OutDir out;
+  const std::string file = out.path + "/keep.img";
+  std::ofstream(file) << "keep me";
+  RunResult r = bed.Wanbackup({"copy", LunUrl(2), file});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--force") != std::string::npos);
+  std::ifstream in(file);
+  std::string content;
+  std::getline(in, content);
+  CHECK(content == "keep me");
+}
+
+TEST_CASE("copy: CHAP with the right secret reads and a wrong one exits 5", "[copy][integration]") {
+  const Testbed& bed = Testbed::Get();
+  const std::string url = "iscsi://" + bed.Var("CHAP_PORTAL") + "/" + bed.Var("CHAP_IQN") + "/1";
+  RunResult ok = bed.Wanbackup({"copy", url, "/dev/null", "--chap-user", bed.Var("CHAP_USER"),
+                                "--chap-secret-file", bed.Var("CHAP_SECRET_FILE"), "--json"});
+  CHECK(Summary(ok)["bytes"].get<uint64_t>() == 16u << 20);
+  RunResult wrong = bed.Wanbackup({"copy", url, "/dev/null", "--chap-user", bed.Var("CHAP_USER"),
+                                   "--chap-secret-file", bed.Var("WRONG_SECRET_FILE")});
+  CHECK(wrong.exit_code == 5);
+  CHECK(wrong.err.find("CHAP authentication failed") != std::string::npos);
+}
+
+TEST_CASE("copy: a LUN that does not exist or is no disk is refused", "[copy][integration]") {
+  const Testbed& bed = Testbed::Get();
+  RunResult missing = bed.Wanbackup({"copy", LunUrl(7), "/dev/null"});
+  CHECK(missing.exit_code == 6);
+  CHECK(missing.err.find("LUN 7 does not exist") != std::string::npos);
+  RunResult controller = bed.Wanbackup({"copy", LunUrl(0), "/dev/null"});
+  CHECK(controller.exit_code == 1);
+  CHECK(controller.err.find("not a disk") != std::string::npos);
+}
+
+TEST_CASE("copy: a host that does not answer fails after the login timeout with exit 4",
+          "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("blackhole 30s");
+  RunResult r = bed.Wanbackup({"copy", LunUrl(1), "/dev/null", "--login-timeout", "2s"});
+  CHECK(r.exit_code == 4);
+  CHECK(r.err.find("no answer from " + bed.Var("PORTAL")) != std::string::npos);
+}
+
+TEST_CASE("copy: a short blackhole mid-copy is ridden out and the copy is bit-exact",
+          "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set delay=10ms rate=160mbit");  // 64 MiB take about 4 s
+  OutDir out;
+  const std::string file = out.path + "/blackhole.img";
+  RunResult r;
+  std::thread copy([&] { r = bed.Wanbackup({"copy", LunUrl(1), file, "--json"}); });
+  std::this_thread::sleep_for(1500ms);
+  bed.Wan("blackhole 2s");
+  copy.join();
+  Summary(r);
+  CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
+}
+
+TEST_CASE(
+    "copy: a blackhole longer than the command timeout forces reconnects and the copy is still "
+    "bit-exact",
+    "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set delay=10ms rate=160mbit");
+  OutDir out;
+  const std::string file = out.path + "/reconnect.img";
+  RunResult r;
+  std::thread copy([&] {
+    r = bed.Wanbackup({"copy", LunUrl(1), file, "--json", "--timeout", "2s", "--login-timeout",
+                       "2s", "--connections", "3"});
+  });
+  std::this_thread::sleep_for(1500ms);
+  bed.Wan("blackhole 5s");
+  copy.join();
+  auto summary = Summary(r);
+  CHECK(summary["reconnects"].get<int>() >= 1);
+  CHECK(summary["retries"].get<int>() >= 1);
+  CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
+}
+
+TEST_CASE("copy: when the target dies mid-copy it gives up with a clear error and exit 4",
+          "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  // A target of its own, so killing it leaves the shared ones alone.
+  const std::string dir = bed.dir + "/doomed-target";
+  const std::string iqn = "iqn.2026-11.org.wanbackup:doomed";
+  RunResult started = Run({WB_SOURCE_DIR "/scripts/reftarget", "start", "--dir", dir, "--netns",
+                           bed.netns_b, "--portal", "0.0.0.0:3262", "--iqn", iqn, "--size", "64M"});
+  INFO(started.err);
+  REQUIRE(started.exit_code == 0);
+  bed.Wan("set rate=80mbit");  // 64 MiB take about 7 s
+  RunResult r;
+  std::thread copy([&] {
+    r = bed.Wanbackup({"copy", "iscsi://" + bed.addr_b + ":3262/" + iqn + "/1", "/dev/null",
+                       "--retry-timeout", "3s", "--login-timeout", "2s"});
+  });
+  std::this_thread::sleep_for(1500ms);
+  std::ifstream pidfile(dir + "/tgtd.pid");
+  pid_t pid = 0;
+  pidfile >> pid;
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGKILL);  // the one we started
+  copy.join();
+  Run({WB_SOURCE_DIR "/scripts/reftarget", "stop", "--dir", dir});
+  INFO(r.err);
+  CHECK(r.exit_code == 4);
+  CHECK(r.err.find("giving up on iscsi://") != std::string::npos);
+  CHECK(r.err.find("no progress for") != std::string::npos);
+  CHECK(r.err.find("unread from LBA") != std::string::npos);
+}

@@ -1,0 +1,98 @@
+#include "initiator/autotune.h"
+
+#include <catch2/catch.hpp>
+
+using namespace std::chrono_literals;
+using wanbackup::initiator::ConnectionScaler;
+using wanbackup::initiator::PlanTransfer;
+using wanbackup::initiator::TuningPlan;
+using wanbackup::initiator::TuningRequest;
+
+namespace {
+
+TuningRequest Lun(std::chrono::nanoseconds rtt) {
+  TuningRequest r;
+  r.rtt = rtt;
+  r.block_size = 512;
+  r.lun_size = 1ull << 40;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("autotune: connections grow with the round trip and stay within 2 to 16", "[autotune]") {
+  CHECK(PlanTransfer(Lun(100us)).connections == 2);
+  CHECK(PlanTransfer(Lun(30ms)).connections == 2);
+  CHECK(PlanTransfer(Lun(120ms)).connections == 8);
+  CHECK(PlanTransfer(Lun(200ms)).connections == 13);
+  CHECK(PlanTransfer(Lun(2s)).connections == 16);
+}
+
+TEST_CASE("autotune: 4 MiB READs three deep per connection by default", "[autotune]") {
+  const TuningPlan p = PlanTransfer(Lun(64ms));
+  CHECK(p.io_size == 4u << 20);
+  CHECK(p.queue_depth == 3);
+  CHECK(p.adapt_connections);
+  CHECK(p.max_connections >= p.connections);
+}
+
+TEST_CASE("autotune: the paper's baseline is taken as given", "[autotune]") {
+  TuningRequest r = Lun(32ms);
+  r.connections = 1;
+  r.queue_depth = 1;
+  r.io_size = 128 << 10;
+  const TuningPlan p = PlanTransfer(r);
+  CHECK(p.connections == 1);
+  CHECK(p.queue_depth == 1);
+  CHECK(p.io_size == 128u << 10);
+  CHECK_FALSE(p.adapt_connections);
+}
+
+TEST_CASE("autotune: the memory cap shrinks queue depth first and then connections", "[autotune]") {
+  TuningRequest r = Lun(200ms);
+  r.max_memory = 64ull << 20;  // 48 MiB of buffers after the program's own share
+  const TuningPlan p = PlanTransfer(r);
+  const uint64_t buffers = static_cast<uint64_t>(p.connections) * (p.queue_depth + 1) * p.io_size;
+  CHECK(buffers <= 48ull << 20);
+  CHECK(p.queue_depth == 1);
+  CHECK(p.connections == 6);
+  CHECK(p.explanation.find("--max-memory") != std::string::npos);
+}
+
+TEST_CASE("autotune: READs never exceed the LUN's transfer limit nor the LUN itself",
+          "[autotune]") {
+  TuningRequest r = Lun(10ms);
+  r.max_transfer_bytes = 1 << 20;
+  CHECK(PlanTransfer(r).io_size == 1u << 20);
+  TuningRequest tiny = Lun(10ms);
+  tiny.lun_size = 100 * 512;
+  CHECK(PlanTransfer(tiny).io_size == 100u * 512);
+  TuningRequest odd = Lun(10ms);
+  odd.block_size = 4096;
+  odd.io_size = 1000000;  // not a multiple of the block size
+  CHECK(PlanTransfer(odd).io_size % 4096 == 0);
+}
+
+TEST_CASE("connection scaler: adds while every connection is at its window limit and it pays",
+          "[autotune]") {
+  ConnectionScaler s(4, 16);
+  const double window = 20e6;                     // per connection
+  CHECK(s.OnMeasurement(4, 80e6, window) == 6);   // all four at the limit: add half again
+  CHECK(s.OnMeasurement(6, 118e6, window) == 9);  // +47 %: keep going
+  CHECK(s.OnMeasurement(9, 121e6, window) == 9);  // +3 %: the link is full
+  CHECK(s.settled());
+}
+
+TEST_CASE("connection scaler: connections below their window limit are not multiplied",
+          "[autotune]") {
+  ConnectionScaler s(8, 16);
+  CHECK(s.OnMeasurement(8, 90e6, 20e6) == 8);  // 11 MB/s each of 20 possible: link-bound
+  CHECK(s.settled());
+}
+
+TEST_CASE("connection scaler: never beyond its maximum", "[autotune]") {
+  ConnectionScaler s(10, 12);
+  CHECK(s.OnMeasurement(10, 200e6, 20e6) == 12);
+  CHECK(s.OnMeasurement(12, 300e6, 20e6) == 12);
+  CHECK(s.settled());
+}

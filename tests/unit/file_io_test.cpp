@@ -1,0 +1,102 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "pipeline/copier.h"
+#include "pipeline/file_sink.h"
+#include "pipeline/file_source.h"
+
+using wanbackup::StatusCode;
+using wanbackup::pipeline::FileSink;
+using wanbackup::pipeline::FileSinkOptions;
+using wanbackup::pipeline::FileSource;
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/wb-fileio-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+  std::string path;
+};
+
+std::vector<uint8_t> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("file sink: an existing file is kept unless overwriting is asked for", "[fileio]") {
+  TempDir dir;
+  const std::string path = dir.path + "/out.img";
+  std::ofstream(path) << "precious";
+  auto refused = FileSink::Open(path, FileSinkOptions{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kAlreadyExists);
+  CHECK(refused.status().message().find("--force") != std::string::npos);
+  CHECK(ReadAll(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
+  FileSinkOptions force;
+  force.overwrite = true;
+  CHECK(FileSink::Open(path, force).ok());
+}
+
+TEST_CASE("file sink: new files are private and keep holes where nothing was written", "[fileio]") {
+  TempDir dir;
+  const std::string path = dir.path + "/sparse.img";
+  auto sink = FileSink::Open(path, FileSinkOptions{});
+  REQUIRE(sink.ok());
+  CHECK((*sink)->zeros_are_free());
+  const std::vector<uint8_t> block(4096, 0xab);
+  REQUIRE((*sink)->Write(64 << 20, block.data(), block.size()).ok());
+  REQUIRE((*sink)->Finish(128 << 20).ok());
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(st.st_size == 128 << 20);
+  CHECK(st.st_blocks * 512 < (1 << 20));  // 128 MiB long, a few KiB stored
+}
+
+TEST_CASE("file sink: a directory or a missing parent is refused clearly", "[fileio]") {
+  TempDir dir;
+  CHECK(FileSink::Open(dir.path, FileSinkOptions{}).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(FileSink::Open(dir.path + "/no/such/dir/x.img", FileSinkOptions{}).status().code() ==
+        StatusCode::kNotFound);
+}
+
+TEST_CASE("file source to file sink: a copy of an odd-sized file is bit-exact", "[fileio]") {
+  TempDir dir;
+  const std::string in = dir.path + "/in.img", out = dir.path + "/out.img";
+  std::vector<uint8_t> data(9 * 1024 * 1024 + 123);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  std::fill(data.begin() + 1000000, data.begin() + 5000000, 0);
+  std::ofstream(in, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  auto source = FileSource::Open(in);
+  REQUIRE(source.ok());
+  CHECK((*source)->geometry().size_bytes == data.size());
+  auto sink = FileSink::Open(out, FileSinkOptions{});
+  REQUIRE(sink.ok());
+  auto result = wanbackup::pipeline::Copy(**source, **sink, {});
+  REQUIRE(result.ok());
+  CHECK(result->zero_bytes_skipped > 3000000);
+  CHECK(ReadAll(out) == data);
+}
+
+TEST_CASE("file source: a missing or empty file is refused", "[fileio]") {
+  TempDir dir;
+  CHECK(FileSource::Open(dir.path + "/missing").status().code() == StatusCode::kNotFound);
+  std::ofstream(dir.path + "/empty");
+  CHECK(FileSource::Open(dir.path + "/empty").status().code() == StatusCode::kInvalidArgument);
+}
