@@ -10,8 +10,8 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
   const char* group = "Tuning (defaults: autotune, see below)";
   command
       ->add_option("--connections", flags->connections,
-                   "iSCSI connections (sessions) to open, 1-16; default: from the RTT, then "
-                   "more while they raise throughput")
+                   "iSCSI connections (sessions), 1-16; default: from the RTT (1 on a LAN), "
+                   "then more while they raise throughput")
       ->check(CLI::Range(1, initiator::kMaxConnections))
       ->group(group);
   command
@@ -47,11 +47,11 @@ std::string AutotuneHelp() {
          "  wanbackup measures the round trip (RTT) and keeps N READs of B bytes in flight on\n"
          "  each of C connections, so the link never waits for a command: B = 4 MiB; N = enough\n"
          "  for twice what one TCP connection from the target carries per round trip (about\n"
-         "  2.5 MB), i.e. 3; C starts at 1.25 times what 1 Gbit/s needs at that RTT (at least\n"
-         "  2, at most 16) and doubles while each step raises throughput by 10% or more. A new\n"
-         "  connection's READs start at 32 KiB and double per completion up to B. C x N x B\n"
-         "  stays within --max-memory (N shrinks first, then C, then B). Any value given on\n"
-         "  the command line is used as is.\n";
+         "  2.5 MB), i.e. 3. C is 1 below 2 ms RTT, else twice what 1 Gbit/s needs at that\n"
+         "  RTT (at least 4, at most 16); while reading, C grows by half as long as each step\n"
+         "  raises throughput by 10% or more. A new connection's READs start at 32 KiB and\n"
+         "  double per completion up to B. C x (N+1) x B stays within --max-memory (N shrinks\n"
+         "  first, then C, then B). Any value given on the command line is used as is.\n";
 }
 
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options) {

@@ -30,9 +30,13 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
   const double rtt_s = std::chrono::duration<double>(r.rtt).count();
   int c = r.connections;
   if (c == 0) {
-    c = static_cast<int>(
-        std::ceil(kConnectionHeadroom * kAssumedLinkBytesPerSecond * rtt_s / kWindowBytesPerRtt));
-    c = std::clamp(c, 2, kMaxConnections);
+    if (rtt_s < kShortRttSeconds) {
+      c = 1;  // one connection fills the link; more only cost CPU
+    } else {
+      c = static_cast<int>(
+          std::ceil(kConnectionHeadroom * kAssumedLinkBytesPerSecond * rtt_s / kWindowBytesPerRtt));
+      c = std::clamp(c, kMinWanConnections, kMaxConnections);
+    }
   }
   int n = r.queue_depth;
   if (n == 0) {
@@ -80,18 +84,15 @@ ConnectionScaler::ConnectionScaler(int start, int max, double min_gain)
   settled_ = start >= max_;
 }
 
-int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second, double window_limit) {
+int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second) {
   if (settled_) return connections;
   if (best_rate_ > 0 && bytes_per_second < best_rate_ * min_gain_) {
-    settled_ = true;  // the last step did not pay: the link, not the window, is the limit
+    settled_ = true;  // the last step did not pay: the link is full, or the target is the limit
     best_rate_ = std::max(best_rate_, bytes_per_second);
     return connections;
   }
   best_rate_ = bytes_per_second;
-  const double per_connection = bytes_per_second / std::max(1, connections);
-  if (connections >= max_ || per_connection < 0.75 * window_limit) {
-    // Connections below their window limit are held back by the link (or by loss); more of
-    // them would only share the same link.
+  if (connections >= max_) {
     settled_ = true;
     return connections;
   }

@@ -8,10 +8,12 @@
 //     send buffer, tcp_wmem max 4 MiB; we do not control the target). Each connection gets
 //     N = ceil(2·W / B) + 1 commands, at least 2: more than it can carry, so it never waits
 //     for us. A new connection's READs start at 32 KiB and double per completion up to B.
-//   - C starts at what a 1 Gbit/s link needs at the measured RTT, with a quarter more as
-//     headroom: C = ceil(1.25 · 125 MB/s · RTT / W), at least 2, at most 16. While reading,
-//     ConnectionScaler doubles C as long as that raises throughput by 10 % or more: the
-//     per-connection plateau is noticed and the link, not the window, becomes the limit.
+//   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
+//     else at twice what a 1 Gbit/s link needs,
+//     C = ceil(2 · 125 MB/s · RTT / W), at least 4, at most 16. While reading, ConnectionScaler
+//     adds half again as many as long as each step raises throughput by 10 % or more (measured
+//     over at least 1 s or 8 RTT, after the start-up ramp): more connections share a lossy link
+//     better than a few, until the link is full or the target is the limit.
 //   - Each connection needs (N + 1)·B of buffers (one waiting spare). If C·(N+1)·B exceeds the
 //     buffer budget (--max-memory less what the program itself needs), N shrinks first (to 1),
 //     then C, then B (to 256 KiB).
@@ -27,7 +29,9 @@ inline constexpr uint64_t kDefaultIoSize = 4 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;
 inline constexpr double kWindowBytesPerRtt = 2.5e6;
-inline constexpr double kConnectionHeadroom = 1.25;
+inline constexpr double kConnectionHeadroom = 2.0;
+inline constexpr double kShortRttSeconds = 0.002;
+inline constexpr int kMinWanConnections = 4;
 inline constexpr double kAssumedLinkBytesPerSecond = 125e6;
 inline constexpr int kMaxConnections = 16;
 inline constexpr int kMaxQueueDepth = 64;
@@ -61,16 +65,14 @@ struct TuningPlan {
 // explanation says so when that happens).
 TuningPlan PlanTransfer(const TuningRequest& request);
 
-// Adds connections while they help: only when each connection runs at its window limit (the
-// per-connection plateau), and only as long as the previous step raised throughput by
-// `min_gain`. Feed it the throughput of each measurement window during which every connection
-// was up and had work queued.
+// Adds connections while they help: half again as many each step, as long as the previous step
+// raised throughput by `min_gain`. Feed it the throughput of each measurement window during
+// which every connection was up, past its start-up ramp, and had work queued.
 class ConnectionScaler {
  public:
   ConnectionScaler(int start, int max, double min_gain = 1.10);
-  // `window_limit`: bytes/s one connection can carry at most (W / RTT). Returns how many
-  // connections to have now (>= `connections`).
-  int OnMeasurement(int connections, double bytes_per_second, double window_limit);
+  // Returns how many connections to have now (>= `connections`).
+  int OnMeasurement(int connections, double bytes_per_second);
   bool settled() const { return settled_; }
   double best_rate() const { return best_rate_; }
 

@@ -20,11 +20,13 @@ TuningRequest Lun(std::chrono::nanoseconds rtt) {
 
 }  // namespace
 
-TEST_CASE("autotune: connections grow with the round trip and stay within 2 to 16", "[autotune]") {
-  CHECK(PlanTransfer(Lun(100us)).connections == 2);
-  CHECK(PlanTransfer(Lun(30ms)).connections == 2);
-  CHECK(PlanTransfer(Lun(120ms)).connections == 8);
-  CHECK(PlanTransfer(Lun(200ms)).connections == 13);
+TEST_CASE("autotune: one connection on a LAN and more the longer the round trip", "[autotune]") {
+  CHECK(PlanTransfer(Lun(100us)).connections == 1);
+  CHECK(PlanTransfer(Lun(1900us)).connections == 1);
+  CHECK(PlanTransfer(Lun(2100us)).connections == 4);
+  CHECK(PlanTransfer(Lun(30ms)).connections == 4);
+  CHECK(PlanTransfer(Lun(62ms)).connections == 7);
+  CHECK(PlanTransfer(Lun(105ms)).connections == 11);
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
@@ -73,26 +75,19 @@ TEST_CASE("autotune: READs never exceed the LUN's transfer limit nor the LUN its
   CHECK(PlanTransfer(odd).io_size % 4096 == 0);
 }
 
-TEST_CASE("connection scaler: adds while every connection is at its window limit and it pays",
+TEST_CASE("connection scaler: adds half again as many while each step pays 10 percent",
           "[autotune]") {
   ConnectionScaler s(4, 16);
-  const double window = 20e6;                     // per connection
-  CHECK(s.OnMeasurement(4, 80e6, window) == 6);   // all four at the limit: add half again
-  CHECK(s.OnMeasurement(6, 118e6, window) == 9);  // +47 %: keep going
-  CHECK(s.OnMeasurement(9, 121e6, window) == 9);  // +3 %: the link is full
+  CHECK(s.OnMeasurement(4, 80e6) == 6);
+  CHECK(s.OnMeasurement(6, 100e6) == 9);  // +25 %: keep going
+  CHECK(s.OnMeasurement(9, 105e6) == 9);  // +5 %: the link is full
   CHECK(s.settled());
-}
-
-TEST_CASE("connection scaler: connections below their window limit are not multiplied",
-          "[autotune]") {
-  ConnectionScaler s(8, 16);
-  CHECK(s.OnMeasurement(8, 90e6, 20e6) == 8);  // 11 MB/s each of 20 possible: link-bound
-  CHECK(s.settled());
+  CHECK(s.best_rate() == Approx(105e6));
 }
 
 TEST_CASE("connection scaler: never beyond its maximum", "[autotune]") {
   ConnectionScaler s(10, 12);
-  CHECK(s.OnMeasurement(10, 200e6, 20e6) == 12);
-  CHECK(s.OnMeasurement(12, 300e6, 20e6) == 12);
+  CHECK(s.OnMeasurement(10, 200e6) == 12);
+  CHECK(s.OnMeasurement(12, 300e6) == 12);
   CHECK(s.settled());
 }

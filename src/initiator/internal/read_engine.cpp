@@ -606,7 +606,7 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     return;
   }
   // Long enough to average over several round trips and loss recoveries.
-  const auto length = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(500), 6 * rtt_);
+  const auto length = std::max<std::chrono::nanoseconds>(std::chrono::seconds(1), 8 * rtt_);
   if (now - window_start_ < length) return;
   const double seconds = std::chrono::duration<double>(now - window_start_).count();
   const double rate = static_cast<double>(window_bytes_) / seconds;
@@ -616,11 +616,8 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     window_warm_ = true;
     return;
   }
-  const double window_limit =
-      kWindowBytesPerRtt / std::max(1e-6, std::chrono::duration<double>(rtt_).count());
-  const int want = scaler_.OnMeasurement(up, rate, window_limit);
-  WB_TRACE("scaler: %d connections carry %.1f MB/s (window limit %.1f MB/s each) -> %d", up,
-           rate / 1e6, window_limit / 1e6, want);
+  const int want = scaler_.OnMeasurement(up, rate);
+  WB_TRACE("scaler: %d connections carry %.1f MB/s -> %d", up, rate / 1e6, want);
   if (want > up) {
     target_connections_ = want;
     window_warm_ = false;

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Summarizes bench/paper-experiment's raw CSV: medians per delay and series, ratios, the models,
+a Markdown table and a gnuplot script. Usage: paper_summary.py RAW.csv OUT_DIR RATE"""
+import csv
+import math
+import os
+import statistics
+import sys
+
+raw_path, out_dir, rate = sys.argv[1], sys.argv[2], sys.argv[3]
+SERIES = ["iperf3-8", "iperf3-1", "wanbackup", "prototype", "baseline", "iscsi-perf", "qemu-img"]
+
+rows = list(csv.DictReader(open(raw_path)))
+values = {}
+for r in rows:
+    values.setdefault((r["delay_ms"], r["series"]), []).append(float(r["mb_per_s"]))
+delays = sorted({r["delay_ms"] for r in rows if r["delay_ms"] != "uncapped"}, key=float)
+
+
+def median(delay, series):
+    v = values.get((delay, series))
+    return statistics.median(v) if v else float("nan")
+
+
+# Models (docs/performance.md): the paper's serialized READ, throughput = B / (4d + B/S), and our
+# pipelined one, min(S, C * W / RTT). S: TCP goodput of the link; W: what one connection from
+# tgt carries per round trip; C: autotune's starting connection count.
+S = 117.0e6 if rate.lower() in ("1gbit", "1000mbit") else float("nan")
+W = 2.5e6
+
+
+def paper_model(delay_ms, b):
+    d = delay_ms / 1e3
+    return b / (4 * d + b / S) / 1e6
+
+
+def pipelined_model(delay_ms):
+    rtt = max(2 * delay_ms / 1e3, 1e-4)
+    c = min(16, max(2, math.ceil(1.25 * 125e6 * rtt / W)))
+    return min(S, c * W / rtt) / 1e6
+
+
+with open(os.path.join(out_dir, "paper-experiment.csv"), "w") as f:
+    f.write("delay_ms," + ",".join(SERIES) + ",model_paper_128k,model_paper_4m,model_pipelined,"
+            "wanbackup_vs_iperf3_8,wanbackup_vs_baseline,runs\n")
+    for d in delays:
+        m = {s: median(d, s) for s in SERIES}
+        dd = float(d)
+        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d\n" % (
+            d, ",".join("%.2f" % m[s] for s in SERIES), paper_model(dd, 131072),
+            paper_model(dd, 4194304), pipelined_model(dd), m["wanbackup"] / m["iperf3-8"],
+            m["wanbackup"] / m["baseline"], len(values.get((d, "wanbackup"), []))))
+
+with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
+    f.write("| one-way delay | iperf3 ×8 | iperf3 ×1 | **wanbackup** | wanbackup / iperf3 ×8 "
+            "| prototype 1×4 MiB | baseline 1×128 KiB | wanbackup / baseline | iscsi-perf best "
+            "| qemu-img |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    for d in delays:
+        m = {s: median(d, s) for s in SERIES}
+        f.write("| %s ms | %.1f | %.1f | **%.1f** | %.0f %% | %.1f | %.2f | ×%.0f | %.1f | %.1f |\n" % (
+            d, m["iperf3-8"], m["iperf3-1"], m["wanbackup"], 100 * m["wanbackup"] / m["iperf3-8"],
+            m["prototype"], m["baseline"], m["wanbackup"] / m["baseline"], m["iscsi-perf"],
+            m["qemu-img"]))
+    if ("uncapped", "wanbackup") in values:
+        f.write("\nUncapped link at 0 ms (CPU-bound): wanbackup %.1f MB/s, iscsi-perf best %.1f MB/s, "
+                "iperf3 ×8 %.1f MB/s (medians).\n" % (
+                    median("uncapped", "wanbackup"), median("uncapped", "iscsi-perf"),
+                    median("uncapped", "iperf3-8")))
+    details = {}
+    for r in rows:
+        if r["series"] == "wanbackup" and r["delay_ms"] != "uncapped":
+            details.setdefault(r["delay_ms"], []).append(r["detail"])
+    f.write("\nwanbackup's connections and peak RSS per run: " + "; ".join(
+        "%s ms: %s" % (d, ", ".join(details[d])) for d in delays if d in details) + ".\n")
+
+with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
+    data = os.path.join(out_dir, "paper-experiment.csv")
+    f.write(f"""set terminal pngcairo size 1100,700 font ",11"
+set output "{os.path.join(out_dir, 'paper-experiment.png')}"
+set datafile separator ","
+set key outside right top
+set logscale x 2
+set logscale y 10
+set xlabel "one-way delay (ms)"
+set ylabel "throughput (MB/s)"
+set title "Sequential iSCSI reads through an emulated {rate} link (medians)"
+set grid
+set xrange [0.5:128]
+plot \\
+ "{data}" using ($1==0?0.7:$1):2 with linespoints lw 2 title "iperf3, 8 streams", \\
+ "{data}" using ($1==0?0.7:$1):3 with linespoints title "iperf3, 1 stream", \\
+ "{data}" using ($1==0?0.7:$1):4 with linespoints lw 3 title "wanbackup (defaults)", \\
+ "{data}" using ($1==0?0.7:$1):5 with linespoints title "1 x 4 MiB (paper's prototype)", \\
+ "{data}" using ($1==0?0.7:$1):6 with linespoints title "1 x 128 KiB (paper's baseline)", \\
+ "{data}" using ($1==0?0.7:$1):7 with linespoints title "iscsi-perf (best)", \\
+ "{data}" using ($1==0?0.7:$1):8 with linespoints title "qemu-img convert", \\
+ "{data}" using ($1==0?0.7:$1):9 with lines dt 2 lc rgb "gray40" title "model B/(4d+B/S), B=128 KiB", \\
+ "{data}" using ($1==0?0.7:$1):10 with lines dt 3 lc rgb "gray40" title "model B/(4d+B/S), B=4 MiB", \\
+ "{data}" using ($1==0?0.7:$1):11 with lines dt 4 lc rgb "black" title "model min(S, C·W/RTT)"
+""")
