@@ -17,6 +17,12 @@ using Runner = std::function<Status()>;
 using RegisterFn = void (*)(CLI::App& app, Runner* runner);
 
 void RegisterCopy(CLI::App& app, Runner* runner);
+void RegisterInit(CLI::App& app, Runner* runner);
+void RegisterKey(CLI::App& app, Runner* runner);
 void RegisterProbe(CLI::App& app, Runner* runner);
+void RegisterRestore(CLI::App& app, Runner* runner);
+void RegisterSnapshot(CLI::App& app, Runner* runner);
+void RegisterSnapshots(CLI::App& app, Runner* runner);
+void RegisterVerify(CLI::App& app, Runner* runner);
 
 }  // namespace wanbackup::cli

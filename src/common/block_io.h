@@ -57,8 +57,9 @@ class BlockSource {
   virtual size_t preferred_in_flight() const = 0;
   // Queues a read. Fails only for a malformed request or after a fatal failure.
   virtual Status Submit(const ReadRequest& request) = 0;
-  // Waits for the next completion, in any order. Fails when the source has failed for good
-  // (every outstanding request is then abandoned) or was cancelled.
+  // Waits for the next completion, in any order. Fails when the source has failed for good or
+  // was cancelled; every outstanding request is then abandoned, and the source guarantees that
+  // it writes into none of their buffers any more (so the caller may free them).
   virtual Result<ReadCompletion> Wait() = 0;
   virtual SourceStats Stats() const = 0;
 };

@@ -53,6 +53,18 @@ Status WriteSparse(BlockSink& sink, uint64_t offset, const uint8_t* data, uint64
 
 }  // namespace
 
+namespace {
+
+// Waits out `in_flight` submitted reads, so that none writes into a buffer after we free it.
+void Drain(BlockSource& source, size_t in_flight) {
+  while (in_flight > 0) {
+    if (!source.Wait().ok()) return;  // a failed source writes into no buffer any more
+    --in_flight;
+  }
+}
+
+}  // namespace
+
 Result<CopyResult> Copy(BlockSource& source, BlockSink& sink, const CopyOptions& options) {
   const SourceGeometry& geo = source.geometry();
   const uint64_t bs = geo.block_size;
@@ -123,7 +135,10 @@ Result<CopyResult> Copy(BlockSource& source, BlockSink& sink, const CopyOptions&
       const uint64_t size = std::min(tail_size != 0 ? tail_size : request_size, remaining);
       uint8_t* buffer = take_buffer();
       if (buffer == nullptr) break;
-      WB_RETURN_IF_ERROR(source.Submit(ReadRequest{next, size, buffer, 0}));
+      if (Status s = source.Submit(ReadRequest{next, size, buffer, 0}); !s.ok()) {
+        Drain(source, in_flight);
+        return s;
+      }
       next += size;
       ++in_flight;
     }
@@ -131,22 +146,26 @@ Result<CopyResult> Copy(BlockSource& source, BlockSink& sink, const CopyOptions&
 
     WB_ASSIGN_OR_RETURN(ReadCompletion done, source.Wait());
     --in_flight;
-    if (!done.status.ok()) return done.status;
+    Status status = done.status;
     const ReadRequest& r = done.request;
-    if (ordered) {
+    if (status.ok() && ordered) {
       reorder.emplace(r.offset, r);
-      while (!reorder.empty() && reorder.begin()->first == write_pos) {
+      while (status.ok() && !reorder.empty() && reorder.begin()->first == write_pos) {
         const ReadRequest& head = reorder.begin()->second;
-        WB_RETURN_IF_ERROR(sink.Write(head.offset - options.offset, head.buffer, head.length));
+        status = sink.Write(head.offset - options.offset, head.buffer, head.length);
         write_pos += head.length;
         free_buffers.push_back(head.buffer);
         reorder.erase(reorder.begin());
       }
-    } else {
-      WB_RETURN_IF_ERROR(WriteSparse(sink, r.offset - options.offset, r.buffer, r.length,
-                                     skip_zeros, &result.zero_bytes_skipped));
+    } else if (status.ok()) {
+      status = WriteSparse(sink, r.offset - options.offset, r.buffer, r.length, skip_zeros,
+                           &result.zero_bytes_skipped);
       write_pos += r.length;  // bytes done, not a position, for unordered sinks
       free_buffers.push_back(r.buffer);
+    }
+    if (!status.ok()) {
+      Drain(source, in_flight);
+      return status;
     }
     report(false);
   }

@@ -92,7 +92,7 @@ Status FileSink::Write(uint64_t offset, const uint8_t* data, size_t length) {
     if (n == 0) return Status::IoError("writing " + name_ + ": no progress (device full?)");
     done += static_cast<size_t>(n);
   }
-  position_ = offset + length;
+  if (sequential_) position_ = offset + length;
   return Status::Ok();
 }
 

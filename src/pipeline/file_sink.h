@@ -1,5 +1,6 @@
 // FileSink: writes to a regular file, a block device, a character device (/dev/null) or
-// standard output ("-"). Not thread-safe: one writer thread.
+// standard output ("-"). Write() may be called from several threads at once when the sink is
+// not sequential_only() (positioned writes); Finish() from one thread after all writes.
 //
 // Safety rules (the demanding user's): an existing regular file is not overwritten without
 // `overwrite`; a block device is opened with O_EXCL, so the kernel refuses one that is mounted

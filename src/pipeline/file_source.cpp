@@ -64,8 +64,16 @@ class FileSourceImpl final : public FileSource {
         return c;
       }
       if (outstanding_ == 0) return Status::Internal("Wait() with nothing submitted");
-      if (CancellationRequested())
+      if (CancellationRequested()) {
+        // Nothing may write into the caller's buffers once we return: drop what has not
+        // started and wait for the reads in progress.
+        outstanding_ -= queue_.size();
+        queue_.clear();
+        done_cv_.wait(lock, [this] { return done_.size() == outstanding_; });
+        outstanding_ = 0;
+        done_.clear();
         return Status::Cancelled("reading " + geometry_.name + ": interrupted");
+      }
       done_cv_.wait_for(lock, std::chrono::milliseconds(200));
     }
   }

@@ -183,8 +183,11 @@ Result<ReadCompletion> ReadEngine::Wait() {
       return c;
     }
     if (outstanding_requests_ == 0) return Status::Internal("Wait() with nothing submitted");
-    if (CancellationRequested())
-      return Status::Cancelled("reading " + geometry_.name + ": interrupted");
+    if (CancellationRequested() && !cancel_requested_.exchange(true)) {
+      // The I/O thread stops every command first, then reports Cancelled through fatal_.
+      const uint64_t one = 1;
+      (void)!::write(wake_fd_, &one, sizeof one);
+    }
     done_cv_.wait_for(lock, std::chrono::milliseconds(200));
   }
 }
@@ -210,6 +213,9 @@ void ReadEngine::Run() {
     const auto now = Clock::now();
     TakeSubmissions();
     ManageConnections(now);
+    if (!failed_ && cancel_requested_.load()) {
+      FailAll(Status::Cancelled("reading " + geometry_.name + ": interrupted"));
+    }
     if (!failed_) {
       IssueCommands(now);
       MeasureAndScale(now);
@@ -554,6 +560,26 @@ void ReadEngine::FinishPart(Command* cmd, const Status& status) {
 
 void ReadEngine::FailAll(const Status& status) {
   failed_ = true;
+  // Stop every command before saying so: once Wait() reports the failure, the caller may free
+  // the buffers those commands were reading into.
+  for (auto& slot : slots_) {
+    if (slot->conn) slot->conn->Abort();
+    slot->conn.reset();
+    slot->outstanding = 0;
+    if (slot->state == Slot::State::kUp) {
+      slot->state = Slot::State::kDown;
+      --live_connections_;
+    }
+  }
+  for (auto& cmd : commands_) {
+    if (cmd->task != nullptr) {
+      scsi_free_scsi_task(cmd->task);
+      cmd->task = nullptr;
+      cmd->slot = -1;
+    }
+  }
+  commands_in_flight_ = 0;
+  bytes_in_flight_ = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (fatal_.ok()) fatal_ = status;

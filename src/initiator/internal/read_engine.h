@@ -90,6 +90,7 @@ class ReadEngine final : public IscsiSource {
   size_t outstanding_requests_ = 0;   // GUARDED_BY(mu_)
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> cancel_requested_{false};
   std::thread io_thread_;
 
   // Counters read by Stats() from any thread.

@@ -1,0 +1,405 @@
+#include "catalog/catalog.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "catalog/internal/sqlite.h"
+#include "catalog/map_codec.h"
+
+namespace wanbackup::catalog {
+namespace {
+
+using internal::Db;
+using internal::Stmt;
+
+// Each entry upgrades the schema from version (index) to (index + 1). Append only.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1: the first schema.
+    R"sql(
+CREATE TABLE packs (
+  id      INTEGER PRIMARY KEY,
+  name    TEXT NOT NULL UNIQUE,
+  created INTEGER NOT NULL,
+  size    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE chunks (
+  id          INTEGER PRIMARY KEY,
+  digest      BLOB NOT NULL UNIQUE CHECK (length(digest) = 32),
+  pack_id     INTEGER NOT NULL REFERENCES packs(id),
+  offset      INTEGER NOT NULL,
+  stored_size INTEGER NOT NULL,
+  raw_size    INTEGER NOT NULL
+);
+CREATE TABLE snapshots (
+  id           INTEGER PRIMARY KEY,
+  source       TEXT NOT NULL,
+  tag          TEXT NOT NULL DEFAULT '',
+  hostname     TEXT NOT NULL DEFAULT '',
+  size_bytes   INTEGER NOT NULL,
+  block_size   INTEGER NOT NULL,
+  chunk_size   INTEGER NOT NULL,
+  started      INTEGER NOT NULL,
+  finished     INTEGER NOT NULL DEFAULT 0,
+  status       TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),
+  bytes_read   INTEGER NOT NULL DEFAULT 0,
+  bytes_new    INTEGER NOT NULL DEFAULT 0,
+  bytes_stored INTEGER NOT NULL DEFAULT 0,
+  chunks_total INTEGER NOT NULL DEFAULT 0,
+  chunks_new   INTEGER NOT NULL DEFAULT 0,
+  chunks_zero  INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE snapshot_maps (
+  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  first_index INTEGER NOT NULL,
+  count       INTEGER NOT NULL,
+  encoded     BLOB NOT NULL,
+  PRIMARY KEY (snapshot_id, first_index)
+) WITHOUT ROWID;
+)sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+const char* StatusName(SnapshotStatus s) {
+  switch (s) {
+    case SnapshotStatus::kRunning:
+      return "running";
+    case SnapshotStatus::kComplete:
+      return "complete";
+    case SnapshotStatus::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+SnapshotStatus StatusFromName(const std::string& s) {
+  if (s == "running") return SnapshotStatus::kRunning;
+  if (s == "complete") return SnapshotStatus::kComplete;
+  return SnapshotStatus::kFailed;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr const char* kSnapshotColumns =
+    "id, source, tag, hostname, size_bytes, block_size, chunk_size, started, finished, status, "
+    "bytes_read, bytes_new, bytes_stored, chunks_total, chunks_new, chunks_zero";
+
+SnapshotInfo SnapshotFromRow(const Stmt& s) {
+  SnapshotInfo i;
+  i.id = s.Int(0);
+  i.source = s.Text(1);
+  i.tag = s.Text(2);
+  i.hostname = s.Text(3);
+  i.size_bytes = static_cast<uint64_t>(s.Int(4));
+  i.block_size = static_cast<uint32_t>(s.Int(5));
+  i.chunk_size = static_cast<uint32_t>(s.Int(6));
+  i.started_unix_ms = s.Int(7);
+  i.finished_unix_ms = s.Int(8);
+  i.status = StatusFromName(s.Text(9));
+  i.bytes_read = static_cast<uint64_t>(s.Int(10));
+  i.bytes_new = static_cast<uint64_t>(s.Int(11));
+  i.bytes_stored = static_cast<uint64_t>(s.Int(12));
+  i.chunks_total = static_cast<uint64_t>(s.Int(13));
+  i.chunks_new = static_cast<uint64_t>(s.Int(14));
+  i.chunks_zero = static_cast<uint64_t>(s.Int(15));
+  return i;
+}
+
+class SqliteCatalog final : public Catalog {
+ public:
+  explicit SqliteCatalog(Db db) : db_(std::move(db)) {}
+
+  Status Init(bool create) {
+    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA busy_timeout = 10000"));
+    // WAL: readers never block the writer. FULL: a commit is durable when it returns.
+    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA journal_mode = WAL"));
+    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA synchronous = FULL"));
+    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA foreign_keys = ON"));
+    WB_ASSIGN_OR_RETURN(Stmt version, Stmt::Prepare(db_, "PRAGMA user_version"));
+    WB_ASSIGN_OR_RETURN(bool row, version.Step());
+    version_ = row ? static_cast<int>(version.Int(0)) : 0;
+    version.Reset();
+    if (version_ == 0 && !create) {
+      return Status::Corruption("catalog: the database holds no wanbackup catalog");
+    }
+    if (version_ > kSchemaVersion) {
+      return Status::Unsupported("catalog: schema version " + std::to_string(version_) +
+                                 " is newer than this wanbackup understands (" +
+                                 std::to_string(kSchemaVersion) + "); upgrade wanbackup");
+    }
+    while (version_ < kSchemaVersion) {
+      WB_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
+      Status s = db_.Exec(kMigrations[version_]);
+      if (s.ok()) {
+        const std::string bump = "PRAGMA user_version = " + std::to_string(version_ + 1);
+        s = db_.Exec(bump.c_str());
+      }
+      if (!s.ok()) {
+        (void)db_.Exec("ROLLBACK");
+        return s.WithContext("migrating to schema " + std::to_string(version_ + 1));
+      }
+      WB_RETURN_IF_ERROR(db_.Exec("COMMIT"));
+      ++version_;
+    }
+    return Prepare();
+  }
+
+  Result<std::unique_ptr<Transaction>> Begin() override {
+    WB_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
+    return std::make_unique<Transaction>(this);
+  }
+
+  int schema_version() const override { return version_; }
+
+  Result<int64_t> AddPack(const std::string& name) override {
+    add_pack_.Bind(1, name).Bind(2, NowMs());
+    WB_RETURN_IF_ERROR(add_pack_.Run());
+    return sqlite3_last_insert_rowid(db_.get());
+  }
+
+  Status SetPackSize(int64_t pack_id, uint64_t size) override {
+    set_pack_size_.Bind(1, static_cast<int64_t>(size)).Bind(2, pack_id);
+    return set_pack_size_.Run();
+  }
+
+  Result<std::vector<PackInfo>> Packs() override {
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "SELECT id, name, size FROM packs ORDER BY id"));
+    std::vector<PackInfo> packs;
+    for (;;) {
+      WB_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      packs.push_back({s.Int(0), s.Text(1), static_cast<uint64_t>(s.Int(2))});
+    }
+    return packs;
+  }
+
+  Result<std::optional<int64_t>> FindChunk(const Digest& digest) override {
+    find_chunk_.BindBlob(1, digest.data(), digest.size());
+    Result<bool> row = find_chunk_.Step();
+    std::optional<int64_t> id;
+    if (row.ok() && *row) id = find_chunk_.Int(0);
+    find_chunk_.Reset();
+    if (!row.ok()) return row.status();
+    return id;
+  }
+
+  Result<int64_t> AddChunk(const ChunkRecord& c) override {
+    add_chunk_.BindBlob(1, c.digest.data(), c.digest.size())
+        .Bind(2, c.pack_id)
+        .Bind(3, static_cast<int64_t>(c.offset))
+        .Bind(4, c.stored_size)
+        .Bind(5, c.raw_size);
+    WB_RETURN_IF_ERROR(add_chunk_.Run());
+    return sqlite3_last_insert_rowid(db_.get());
+  }
+
+  Result<ChunkRecord> GetChunk(int64_t id) override {
+    get_chunk_.Bind(1, id);
+    Result<bool> row = get_chunk_.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) {
+      get_chunk_.Reset();
+      return Status::Corruption("catalog: chunk " + std::to_string(id) +
+                                " is referenced but missing");
+    }
+    ChunkRecord c = ChunkFromRow(get_chunk_);
+    get_chunk_.Reset();
+    return c;
+  }
+
+  Status ForEachChunk(const std::function<Status(const ChunkRecord&)>& fn) override {
+    WB_ASSIGN_OR_RETURN(Stmt s,
+                        Stmt::Prepare(db_,
+                                      "SELECT id, digest, pack_id, offset, stored_size, raw_size "
+                                      "FROM chunks ORDER BY pack_id, offset"));
+    for (;;) {
+      WB_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return Status::Ok();
+      WB_RETURN_IF_ERROR(fn(ChunkFromRow(s)));
+    }
+  }
+
+  Result<int64_t> BeginSnapshot(const SnapshotInfo& i) override {
+    WB_ASSIGN_OR_RETURN(Stmt s,
+                        Stmt::Prepare(db_,
+                                      "INSERT INTO snapshots (source, tag, hostname, size_bytes, "
+                                      "block_size, chunk_size, started, status) "
+                                      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running')"));
+    s.Bind(1, i.source)
+        .Bind(2, i.tag)
+        .Bind(3, i.hostname)
+        .Bind(4, static_cast<int64_t>(i.size_bytes))
+        .Bind(5, i.block_size)
+        .Bind(6, i.chunk_size)
+        .Bind(7, i.started_unix_ms);
+    WB_RETURN_IF_ERROR(s.Run());
+    return sqlite3_last_insert_rowid(db_.get());
+  }
+
+  Status PutMapSegment(int64_t snapshot_id, uint64_t first_index,
+                       const std::vector<int64_t>& ids) override {
+    const std::string encoded = EncodeChunkMap(ids);
+    put_map_.Bind(1, snapshot_id)
+        .Bind(2, static_cast<int64_t>(first_index))
+        .Bind(3, static_cast<int64_t>(ids.size()))
+        .BindBlob(4, encoded.data(), encoded.size());
+    return put_map_.Run();
+  }
+
+  Status FinishSnapshot(const SnapshotInfo& i) override {
+    WB_ASSIGN_OR_RETURN(Stmt s,
+                        Stmt::Prepare(db_,
+                                      "UPDATE snapshots SET status = 'complete', finished = ?, "
+                                      "bytes_read = ?, bytes_new = ?, bytes_stored = ?, "
+                                      "chunks_total = ?, chunks_new = ?, chunks_zero = ? "
+                                      "WHERE id = ? AND status = 'running'"));
+    s.Bind(1, i.finished_unix_ms)
+        .Bind(2, static_cast<int64_t>(i.bytes_read))
+        .Bind(3, static_cast<int64_t>(i.bytes_new))
+        .Bind(4, static_cast<int64_t>(i.bytes_stored))
+        .Bind(5, static_cast<int64_t>(i.chunks_total))
+        .Bind(6, static_cast<int64_t>(i.chunks_new))
+        .Bind(7, static_cast<int64_t>(i.chunks_zero))
+        .Bind(8, i.id);
+    WB_RETURN_IF_ERROR(s.Run());
+    if (sqlite3_changes(db_.get()) != 1) {
+      return Status::Internal("catalog: snapshot " + std::to_string(i.id) + " is not running");
+    }
+    return Status::Ok();
+  }
+
+  Result<int> AbandonRunningSnapshots() override {
+    WB_RETURN_IF_ERROR(
+        db_.Exec("DELETE FROM snapshot_maps WHERE snapshot_id IN "
+                 "(SELECT id FROM snapshots WHERE status = 'running')"));
+    WB_RETURN_IF_ERROR(db_.Exec("UPDATE snapshots SET status = 'failed' WHERE status = 'running'"));
+    return sqlite3_changes(db_.get());
+  }
+
+  Result<std::vector<SnapshotInfo>> Snapshots(bool include_incomplete) override {
+    const std::string sql = std::string("SELECT ") + kSnapshotColumns + " FROM snapshots" +
+                            (include_incomplete ? "" : " WHERE status = 'complete'") +
+                            " ORDER BY id";
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql.c_str()));
+    std::vector<SnapshotInfo> out;
+    for (;;) {
+      WB_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      out.push_back(SnapshotFromRow(s));
+    }
+    return out;
+  }
+
+  Result<SnapshotInfo> GetSnapshot(int64_t id) override {
+    const std::string sql =
+        std::string("SELECT ") + kSnapshotColumns + " FROM snapshots WHERE id = ?";
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql.c_str()));
+    s.Bind(1, id);
+    WB_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return Status::NotFound("no snapshot " + std::to_string(id));
+    return SnapshotFromRow(s);
+  }
+
+  Status ForEachMapSegment(
+      int64_t snapshot_id,
+      const std::function<Status(uint64_t, const std::vector<int64_t>&)>& fn) override {
+    WB_ASSIGN_OR_RETURN(SnapshotInfo info, GetSnapshot(snapshot_id));
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_,
+                                              "SELECT first_index, count, encoded FROM "
+                                              "snapshot_maps WHERE snapshot_id = ? "
+                                              "ORDER BY first_index"));
+    s.Bind(1, snapshot_id);
+    uint64_t expected = 0;
+    for (;;) {
+      WB_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      const auto first = static_cast<uint64_t>(s.Int(0));
+      const auto count = static_cast<uint64_t>(s.Int(1));
+      if (first != expected) {
+        return Status::Corruption("snapshot " + std::to_string(snapshot_id) +
+                                  ": chunk map segment at " + std::to_string(expected) +
+                                  " is missing");
+      }
+      WB_ASSIGN_OR_RETURN(std::vector<int64_t> ids, DecodeChunkMap(s.Blob(2), count));
+      WB_RETURN_IF_ERROR(fn(first, ids));
+      expected = first + count;
+    }
+    if (expected != info.chunk_count()) {
+      return Status::Corruption("snapshot " + std::to_string(snapshot_id) + ": chunk map covers " +
+                                std::to_string(expected) + " of " +
+                                std::to_string(info.chunk_count()) + " chunks");
+    }
+    return Status::Ok();
+  }
+
+  Result<CatalogStats> Stats() override {
+    WB_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_,
+                              "SELECT (SELECT count(*) FROM chunks), "
+                              "(SELECT coalesce(sum(stored_size), 0) FROM chunks), "
+                              "(SELECT coalesce(sum(raw_size), 0) FROM chunks), "
+                              "(SELECT count(*) FROM packs), "
+                              "(SELECT count(*) FROM snapshots WHERE status = 'complete')"));
+    WB_ASSIGN_OR_RETURN(bool row, s.Step());
+    (void)row;
+    return CatalogStats{static_cast<uint64_t>(s.Int(0)), static_cast<uint64_t>(s.Int(1)),
+                        static_cast<uint64_t>(s.Int(2)), static_cast<uint64_t>(s.Int(3)),
+                        static_cast<uint64_t>(s.Int(4))};
+  }
+
+ protected:
+  Status CommitTransaction() override { return db_.Exec("COMMIT"); }
+  void Rollback() override { (void)db_.Exec("ROLLBACK"); }
+
+ private:
+  static ChunkRecord ChunkFromRow(const Stmt& s) {
+    ChunkRecord c;
+    c.id = s.Int(0);
+    const std::string digest = s.Blob(1);
+    if (digest.size() == c.digest.size())
+      std::memcpy(c.digest.data(), digest.data(), digest.size());
+    c.pack_id = s.Int(2);
+    c.offset = static_cast<uint64_t>(s.Int(3));
+    c.stored_size = static_cast<uint32_t>(s.Int(4));
+    c.raw_size = static_cast<uint32_t>(s.Int(5));
+    return c;
+  }
+
+  Status Prepare() {
+    WB_ASSIGN_OR_RETURN(add_pack_,
+                        Stmt::Prepare(db_, "INSERT INTO packs (name, created) VALUES (?, ?)"));
+    WB_ASSIGN_OR_RETURN(set_pack_size_,
+                        Stmt::Prepare(db_, "UPDATE packs SET size = ? WHERE id = ?"));
+    WB_ASSIGN_OR_RETURN(find_chunk_, Stmt::Prepare(db_, "SELECT id FROM chunks WHERE digest = ?"));
+    WB_ASSIGN_OR_RETURN(add_chunk_, Stmt::Prepare(db_,
+                                                  "INSERT INTO chunks (digest, pack_id, offset, "
+                                                  "stored_size, raw_size) VALUES (?, ?, ?, ?, ?)"));
+    WB_ASSIGN_OR_RETURN(get_chunk_,
+                        Stmt::Prepare(db_,
+                                      "SELECT id, digest, pack_id, offset, "
+                                      "stored_size, raw_size FROM chunks WHERE id = ?"));
+    WB_ASSIGN_OR_RETURN(put_map_, Stmt::Prepare(db_,
+                                                "INSERT OR REPLACE INTO snapshot_maps "
+                                                "(snapshot_id, first_index, count, encoded) "
+                                                "VALUES (?, ?, ?, ?)"));
+    return Status::Ok();
+  }
+
+  Db db_;
+  int version_ = 0;
+  Stmt add_pack_, set_pack_size_, find_chunk_, add_chunk_, get_chunk_, put_map_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool create) {
+  WB_ASSIGN_OR_RETURN(Db db, Db::Open(path, create));
+  auto catalog = std::make_unique<SqliteCatalog>(std::move(db));
+  WB_RETURN_IF_ERROR(catalog->Init(create));
+  return std::unique_ptr<Catalog>(std::move(catalog));
+}
+
+}  // namespace wanbackup::catalog

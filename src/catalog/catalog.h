@@ -1,0 +1,138 @@
+// Catalog: the repository's index in SQLite — packs, chunks (digest -> where its record lives),
+// snapshots and their chunk maps. Schema and ordering rules: docs/format.md, docs/durability.md.
+//
+// Not thread-safe: one thread opens it and makes every call (the pipeline's coordinator).
+// Several processes may read concurrently (WAL); the repository lock keeps writers to one.
+// Writes are grouped with Transaction (rolled back unless committed); a snapshot becomes
+// visible (status complete) only in the transaction that writes its last map segment.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace wanbackup::catalog {
+
+using Digest = std::array<uint8_t, 32>;
+
+inline constexpr int kSchemaVersion = 1;
+// Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
+inline constexpr uint64_t kMapSegmentChunks = 65536;
+
+struct ChunkRecord {
+  int64_t id = 0;
+  Digest digest{};
+  int64_t pack_id = 0;
+  uint64_t offset = 0;       // of the record in its pack
+  uint32_t stored_size = 0;  // record payload bytes in the pack
+  uint32_t raw_size = 0;     // plaintext bytes
+};
+
+enum class SnapshotStatus { kRunning, kComplete, kFailed };
+
+struct SnapshotInfo {
+  int64_t id = 0;
+  std::string source;
+  std::string tag;
+  std::string hostname;
+  uint64_t size_bytes = 0;
+  uint32_t block_size = 0;
+  uint32_t chunk_size = 0;
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+  SnapshotStatus status = SnapshotStatus::kRunning;
+  uint64_t bytes_read = 0;    // from the source
+  uint64_t bytes_new = 0;     // plaintext bytes of chunks this snapshot stored first
+  uint64_t bytes_stored = 0;  // bytes this snapshot added to packs
+  uint64_t chunks_total = 0;
+  uint64_t chunks_new = 0;
+  uint64_t chunks_zero = 0;
+  uint64_t chunk_count() const {
+    return chunk_size == 0 ? 0 : (size_bytes + chunk_size - 1) / chunk_size;
+  }
+};
+
+struct PackInfo {
+  int64_t id = 0;
+  std::string name;
+  uint64_t size = 0;  // bytes known durable (every record the catalog names lies below this)
+};
+
+struct CatalogStats {
+  uint64_t chunks = 0;
+  uint64_t stored_bytes = 0;
+  uint64_t raw_bytes = 0;
+  uint64_t packs = 0;
+  uint64_t snapshots = 0;
+};
+
+class Catalog {
+ public:
+  // Opens (and with `create`, creates) the catalog at `path`, migrating an older schema.
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& path, bool create);
+  virtual ~Catalog() = default;
+
+  class Transaction {
+   public:
+    explicit Transaction(Catalog* catalog) : catalog_(catalog) {}
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+    ~Transaction() {
+      if (catalog_ != nullptr) catalog_->Rollback();
+    }
+    Status Commit() {
+      Catalog* c = catalog_;
+      catalog_ = nullptr;
+      return c->CommitTransaction();
+    }
+
+   private:
+    Catalog* catalog_;
+  };
+  // Begins a write transaction; it rolls back unless committed.
+  virtual Result<std::unique_ptr<Transaction>> Begin() = 0;
+
+  virtual int schema_version() const = 0;
+
+  // Packs.
+  virtual Result<int64_t> AddPack(const std::string& name) = 0;
+  virtual Status SetPackSize(int64_t pack_id, uint64_t size) = 0;
+  virtual Result<std::vector<PackInfo>> Packs() = 0;
+
+  // Chunks. FindChunk returns the id of a stored chunk with this digest, if any.
+  virtual Result<std::optional<int64_t>> FindChunk(const Digest& digest) = 0;
+  virtual Result<int64_t> AddChunk(const ChunkRecord& chunk) = 0;
+  virtual Result<ChunkRecord> GetChunk(int64_t id) = 0;
+  virtual Status ForEachChunk(const std::function<Status(const ChunkRecord&)>& fn) = 0;
+
+  // Snapshots.
+  virtual Result<int64_t> BeginSnapshot(const SnapshotInfo& info) = 0;
+  virtual Status PutMapSegment(int64_t snapshot_id, uint64_t first_index,
+                               const std::vector<int64_t>& chunk_ids) = 0;
+  // Records the final counters and marks the snapshot complete.
+  virtual Status FinishSnapshot(const SnapshotInfo& info) = 0;
+  // Marks every snapshot still "running" as failed and drops its map (a run that was
+  // interrupted; its stored chunks stay and are reused). Returns how many.
+  virtual Result<int> AbandonRunningSnapshots() = 0;
+  virtual Result<std::vector<SnapshotInfo>> Snapshots(bool include_incomplete) = 0;
+  virtual Result<SnapshotInfo> GetSnapshot(int64_t id) = 0;
+  // Calls `fn` for each map segment of the snapshot in index order; ids are chunk ids, 0 for
+  // an all-zero chunk. Fails with Corruption when segments are missing or malformed.
+  virtual Status ForEachMapSegment(
+      int64_t snapshot_id,
+      const std::function<Status(uint64_t first_index, const std::vector<int64_t>& ids)>& fn) = 0;
+
+  virtual Result<CatalogStats> Stats() = 0;
+
+ protected:
+  virtual Status CommitTransaction() = 0;
+  virtual void Rollback() = 0;
+};
+
+}  // namespace wanbackup::catalog

@@ -1,0 +1,150 @@
+#include "catalog/internal/sqlite.h"
+
+namespace wanbackup::catalog::internal {
+namespace {
+
+Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
+  std::string msg = "catalog: " + std::string(what) + ": " +
+                    (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Busy(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::Corruption(msg);
+    case SQLITE_CANTOPEN:
+      return Status::NotFound(msg);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return Status::PermissionDenied(msg);
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+      return Status::IoError(msg);
+    case SQLITE_CONSTRAINT:
+      return Status::AlreadyExists(msg);
+    default:
+      return Status::Internal(msg);
+  }
+}
+
+}  // namespace
+
+Result<Db> Db::Open(const std::string& path, bool create) {
+  sqlite3* db = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = FromSqlite(rc, db, "opening " + path);
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return Db(db);
+}
+
+Db& Db::operator=(Db&& other) noexcept {
+  if (this != &other) {
+    if (db_ != nullptr) sqlite3_close(db_);
+    db_ = other.db_;
+    other.db_ = nullptr;
+  }
+  return *this;
+}
+
+Db::~Db() {
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+Status Db::Exec(const char* sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string what = err != nullptr ? err : "";
+    sqlite3_free(err);
+    return FromSqlite(rc, db_, std::string_view(sql).substr(0, 40));
+  }
+  return Status::Ok();
+}
+
+Status Db::Error(std::string_view what) const {
+  return FromSqlite(sqlite3_errcode(db_), db_, what);
+}
+
+Result<Stmt> Stmt::Prepare(const Db& db, const char* sql) {
+  Stmt s;
+  s.db_ = db.get();
+  const int rc =
+      sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &s.stmt_, nullptr);
+  if (rc != SQLITE_OK) return FromSqlite(rc, db.get(), std::string("preparing ") + sql);
+  return s;
+}
+
+Stmt& Stmt::operator=(Stmt&& other) noexcept {
+  if (this != &other) {
+    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    db_ = other.db_;
+    stmt_ = other.stmt_;
+    other.stmt_ = nullptr;
+  }
+  return *this;
+}
+
+Stmt::~Stmt() {
+  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+}
+
+Stmt& Stmt::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Stmt& Stmt::Bind(int index, std::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Stmt& Stmt::BindBlob(int index, const void* data, size_t size) {
+  sqlite3_bind_blob(stmt_, index, data, static_cast<int>(size), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Stmt& Stmt::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+Result<bool> Stmt::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  Status s = FromSqlite(rc, db_, sqlite3_sql(stmt_));
+  sqlite3_reset(stmt_);
+  return s;
+}
+
+Status Stmt::Run() {
+  Result<bool> r = Step();
+  Reset();
+  return r.status();
+}
+
+void Stmt::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string Stmt::Text(int column) const {
+  const auto* p = sqlite3_column_text(stmt_, column);
+  return p != nullptr ? std::string(reinterpret_cast<const char*>(p)) : std::string();
+}
+
+std::string Stmt::Blob(int column) const {
+  const void* p = sqlite3_column_blob(stmt_, column);
+  const int n = sqlite3_column_bytes(stmt_, column);
+  return p != nullptr ? std::string(static_cast<const char*>(p), static_cast<size_t>(n))
+                      : std::string();
+}
+
+}  // namespace wanbackup::catalog::internal

@@ -1,0 +1,107 @@
+// wanbackup init: create a repository.
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/repo_flags.h"
+#include "common/units.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct InitCommandOptions {
+  std::string repo_positional;
+  RepoFlags repo;
+  std::string chunk_size = "4M";
+  int compression = 3;
+  bool no_encryption = false;
+  bool json = false;
+};
+
+Status RunInit(InitCommandOptions opts) {
+  if (!opts.repo_positional.empty()) {
+    if (!opts.repo.repo.empty() && opts.repo.repo != opts.repo_positional) {
+      return Status::InvalidArgument("repository given twice (argument and --repo)");
+    }
+    opts.repo.repo = opts.repo_positional;
+  }
+  WB_ASSIGN_OR_RETURN(std::string path, RepoPath(opts.repo));
+  pipeline::InitOptions init;
+  WB_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(opts.chunk_size));
+  init.chunk_size = static_cast<uint32_t>(std::min<uint64_t>(chunk, UINT32_MAX));
+  init.zstd_level = opts.compression;
+  if (opts.no_encryption) {
+    if (!opts.repo.key_file.empty() || !opts.repo.password_file.empty()) {
+      return Status::InvalidArgument("--insecure-no-encryption takes no passphrase or key file");
+    }
+    init.mode = pipeline::EncryptionMode::kNone;
+  } else if (!opts.repo.key_file.empty()) {
+    init.mode = pipeline::EncryptionMode::kKeyFile;
+    init.credentials.key_file = opts.repo.key_file;
+  } else {
+    init.mode = pipeline::EncryptionMode::kPassphrase;
+    WB_ASSIGN_OR_RETURN(init.credentials.passphrase,
+                        ReadPassphrase(opts.repo.password_file, "WANBACKUP_PASSWORD",
+                                       "Passphrase for the new repository: ", true));
+  }
+  WB_RETURN_IF_ERROR(pipeline::Repository::Init(path, init));
+  WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  if (opts.json) {
+    nlohmann::json j = {{"repository", path},
+                        {"id", config.id},
+                        {"chunk_size", config.chunk_size},
+                        {"compression_level", config.zstd_level},
+                        {"encryption", pipeline::EncryptionModeName(config.mode)}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::string enc = config.mode == pipeline::EncryptionMode::kPassphrase
+                          ? "passphrase (Argon2id), XChaCha20-Poly1305"
+                      : config.mode == pipeline::EncryptionMode::kKeyFile
+                          ? "key file " + opts.repo.key_file + ", XChaCha20-Poly1305"
+                          : "NONE (anyone who can read the repository can read the data)";
+    PrintInfo("created repository " + path + " (id " + config.id.substr(0, 8) + "): chunks of " +
+              FormatBytes(config.chunk_size) + ", zstd level " + std::to_string(config.zstd_level) +
+              ", encryption " + enc);
+    if (config.mode == pipeline::EncryptionMode::kKeyFile) {
+      PrintWarning("keep a copy of " + opts.repo.key_file +
+                   " somewhere safe: without it the repository cannot be read");
+    } else if (config.mode == pipeline::EncryptionMode::kPassphrase) {
+      PrintInfo("keep the passphrase safe: without it the repository cannot be read");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterInit(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<InitCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("init", "Create a repository");
+  cmd->add_option("repository", opts->repo_positional, "directory to create (or --repo)");
+  AddRepoFlags(cmd, &opts->repo);
+  cmd->add_option("--chunk-size", opts->chunk_size,
+                  "fixed chunk size, a power of two from 64K to 64M (LBA-aligned); fixed for "
+                  "the repository's life")
+      ->capture_default_str();
+  cmd->add_option("--compression", opts->compression, "zstd level, 0 (none) to 19")
+      ->check(CLI::Range(0, 19))
+      ->capture_default_str();
+  cmd->add_flag("--insecure-no-encryption", opts->no_encryption,
+                "store data unencrypted (digests still detect damage)");
+  cmd->add_flag("--json", opts->json, "print a JSON summary");
+  cmd->footer(
+      "\nThe repository's data is encrypted with a random master key, itself kept encrypted\n"
+      "under your passphrase (Argon2id) or a key file: 'wanbackup key change' changes those\n"
+      "without touching the data. With --key-file, a missing key file is created (mode 0600).\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup init /backup/db-repo\n"
+      "  WANBACKUP_PASSWORD_FILE=/etc/wanbackup/pass wanbackup init --repo /backup/db-repo\n"
+      "  wanbackup init /backup/db-repo --key-file /etc/wanbackup/db-repo.key");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunInit(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,187 @@
+// wanbackup snapshot SOURCE: read a LUN or device into the repository.
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/progress.h"
+#include "cli/repo_flags.h"
+#include "cli/source_open.h"
+#include "common/units.h"
+#include "initiator/autotune.h"
+#include "pipeline/snapshotter.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct SnapshotCommandOptions {
+  std::string source;
+  std::string tag;
+  bool json = false;
+  std::string progress = "auto";
+  std::string progress_interval;
+  std::string checkpoint_interval = "10s";
+  std::string checkpoint_bytes = "256M";
+  RepoFlags repo;
+  TargetFlags target;
+  TuningFlags tuning;
+};
+
+double Seconds(std::chrono::nanoseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string ProgressText(const pipeline::SnapshotProgress& p) {
+  const double s = Seconds(p.elapsed);
+  const double rate = s > 0 ? static_cast<double>(p.bytes_done) / s : 0;
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%3.0f%%",
+                p.bytes_total
+                    ? 100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total)
+                    : 100.0);
+  std::string text = FormatBytes(p.bytes_done) + " / " + FormatBytes(p.bytes_total) + " " + pct +
+                     "  read " + FormatRate(rate) + "  new " + FormatBytes(p.bytes_new) +
+                     " stored as " + FormatBytes(p.bytes_stored);
+  if (rate > 0 && p.bytes_done < p.bytes_total) {
+    text += "  ETA " + FormatDuration(std::chrono::nanoseconds(static_cast<int64_t>(
+                           static_cast<double>(p.bytes_total - p.bytes_done) / rate * 1e9)));
+  }
+  if (p.source.rtt.count() > 0) {
+    text +=
+        "  " + std::to_string(p.source.connections) + " conn  RTT " + FormatDuration(p.source.rtt);
+  }
+  return text;
+}
+
+Status RunSnapshot(const SnapshotCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
+  WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(opts.tuning.max_memory));
+  // The reader reads whole chunks: let it plan with the repository's chunk size.
+  TuningFlags tuning = opts.tuning;
+  if (tuning.io_size.empty() && !tuning.paper_baseline) {
+    tuning.io_size = std::to_string(repo->config().chunk_size);
+  }
+  WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenSource(opts.source, opts.target, tuning));
+  BlockSource& source = *opened.source;
+  if (opened.remote)
+    PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
+
+  pipeline::SnapshotOptions options;
+  options.source_name = source.geometry().name;
+  options.tag = opts.tag;
+  // The pipeline's buffers are also the reader's window: the source reads into them.
+  options.max_memory = initiator::BufferBudget(max_memory);
+  const ProgressMode mode = opts.progress == "plain"  ? ProgressMode::kPlain
+                            : opts.progress == "none" ? ProgressMode::kNone
+                                                      : ProgressMode::kAuto;
+  ProgressLine progress(!opts.json || mode == ProgressMode::kPlain, mode);
+  if (!opts.progress_interval.empty()) {
+    WB_ASSIGN_OR_RETURN(auto interval, ParseDuration(opts.progress_interval, "s"));
+    options.progress_interval = std::chrono::ceil<std::chrono::milliseconds>(interval);
+  } else if (mode == ProgressMode::kPlain) {
+    options.progress_interval = std::chrono::seconds(10);
+  }
+  options.on_progress = [&progress](const pipeline::SnapshotProgress& p) {
+    progress.Update(ProgressText(p));
+  };
+  WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(opts.checkpoint_interval, "s"));
+  options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
+  WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(opts.checkpoint_bytes));
+
+  Result<pipeline::SnapshotResult> result = pipeline::TakeSnapshot(*repo, source, options);
+  progress.Clear();
+  if (!result.ok()) {
+    if (result.status().code() == StatusCode::kCancelled) {
+      return Status::Cancelled(
+          "snapshot interrupted; what was stored is kept, and the next "
+          "snapshot reuses it");
+    }
+    return result.status();
+  }
+  const pipeline::SnapshotResult& r = *result;
+  const catalog::SnapshotInfo& i = r.info;
+  const double secs = Seconds(r.elapsed);
+  if (r.abandoned_runs > 0) {
+    PrintInfo("closed " + std::to_string(r.abandoned_runs) +
+              " interrupted earlier run(s); their stored chunks were reused");
+  }
+  if (opts.json) {
+    nlohmann::json j = {
+        {"snapshot", i.id},
+        {"source", i.source},
+        {"tag", i.tag},
+        {"size_bytes", i.size_bytes},
+        {"block_size", i.block_size},
+        {"chunk_size", i.chunk_size},
+        {"seconds", secs},
+        {"bytes_per_second", secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0},
+        {"bytes_read", i.bytes_read},
+        {"bytes_new", i.bytes_new},
+        {"bytes_stored", i.bytes_stored},
+        {"chunks_total", i.chunks_total},
+        {"chunks_new", i.chunks_new},
+        {"chunks_zero", i.chunks_zero},
+        {"abandoned_runs", r.abandoned_runs},
+        {"connections", r.source.peak_connections},
+        {"max_rss_bytes", PeakRssBytes()},
+        {"cpu_seconds",
+         {{"zero", r.stages.zero},
+          {"digest", r.stages.digest},
+          {"dedup", r.stages.dedup},
+          {"compress", r.stages.compress},
+          {"encrypt", r.stages.encrypt},
+          {"write", r.stages.write},
+          {"catalog", r.stages.catalog}}}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    PrintInfo("snapshot " + std::to_string(i.id) + " of " + i.source + ": " +
+              FormatBytes(i.size_bytes) + " in " + FormatDuration(r.elapsed) + " (" +
+              FormatRate(secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0) + "); " +
+              FormatBytes(i.bytes_new) + " new, stored as " + FormatBytes(i.bytes_stored) + "; " +
+              std::to_string(i.chunks_total) + " chunks: " + std::to_string(i.chunks_new) +
+              " new, " + std::to_string(i.chunks_zero) + " all-zero, " +
+              std::to_string(i.chunks_total - i.chunks_new - i.chunks_zero) + " already stored");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterSnapshot(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<SnapshotCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("snapshot", "Read a LUN or device into the repository");
+  cmd->add_option("source", opts->source, "iscsi://host[:port]/target-iqn/lun, or a file/device")
+      ->required();
+  cmd->add_option("--tag", opts->tag, "a label for this snapshot");
+  cmd->add_option("--progress", opts->progress, "auto, plain (timestamped lines), or none")
+      ->check(CLI::IsMember({"auto", "plain", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--progress-interval", opts->progress_interval,
+                  "time between progress updates (default 0.5s on a terminal, 10s plain)");
+  cmd->add_option("--checkpoint-interval", opts->checkpoint_interval,
+                  "make what was stored durable at least this often; an interrupted run loses "
+                  "at most this much work")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-bytes", opts->checkpoint_bytes,
+                  "... and whenever this much has been stored since the last checkpoint")
+      ->capture_default_str();
+  cmd->add_flag("--json", opts->json, "print a JSON summary");
+  AddRepoFlags(cmd, &opts->repo);
+  AddTuningFlags(cmd, &opts->tuning);
+  AddTargetFlags(cmd, &opts->target);
+  cmd->footer(
+      AutotuneHelp() +
+      "\nThe source is cut into the repository's fixed chunks (LBA-aligned). All-zero chunks\n"
+      "are stored as nothing, chunks the repository already holds are not stored again, the\n"
+      "rest is compressed and encrypted into pack files. The snapshot appears only once\n"
+      "complete; an interrupted run keeps what it stored, and the next one reuses it.\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup snapshot iscsi://san/iqn.2001-05.com.example:db/1 --repo /backup/db\n"
+      "  wanbackup snapshot /dev/vg0/db --repo /backup/db --tag nightly --json");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunSnapshot(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

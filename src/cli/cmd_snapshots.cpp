@@ -1,0 +1,109 @@
+// wanbackup snapshots: list what the repository holds.
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/repo_flags.h"
+#include "common/units.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct SnapshotsCommandOptions {
+  RepoFlags repo;
+  bool json = false;
+  bool all = false;
+};
+
+std::string LocalTime(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+const char* StatusText(catalog::SnapshotStatus s) {
+  switch (s) {
+    case catalog::SnapshotStatus::kComplete:
+      return "complete";
+    case catalog::SnapshotStatus::kRunning:
+      return "running";
+    case catalog::SnapshotStatus::kFailed:
+      return "interrupted";
+  }
+  return "?";
+}
+
+Status RunSnapshots(const SnapshotsCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> list, repo->catalog().Snapshots(opts.all));
+  if (opts.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : list) {
+      const double secs = static_cast<double>(s.finished_unix_ms - s.started_unix_ms) / 1e3;
+      out.push_back(
+          {{"id", s.id},
+           {"status", StatusText(s.status)},
+           {"source", s.source},
+           {"tag", s.tag},
+           {"hostname", s.hostname},
+           {"started_unix_ms", s.started_unix_ms},
+           {"finished_unix_ms", s.finished_unix_ms},
+           {"size_bytes", s.size_bytes},
+           {"block_size", s.block_size},
+           {"chunk_size", s.chunk_size},
+           {"bytes_new", s.bytes_new},
+           {"bytes_stored", s.bytes_stored},
+           {"chunks_total", s.chunks_total},
+           {"chunks_new", s.chunks_new},
+           {"chunks_zero", s.chunks_zero},
+           {"seconds", secs},
+           {"bytes_per_second", secs > 0 ? static_cast<double>(s.size_bytes) / secs : 0}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return Status::Ok();
+  }
+  if (list.empty()) {
+    std::printf("no snapshots in %s\n", repo->path().c_str());
+    return Status::Ok();
+  }
+  std::printf("%-5s %-19s %-11s %-11s %-11s %-11s %-9s %-11s %-8s %s\n", "ID", "STARTED", "SIZE",
+              "NEW", "STORED", "DURATION", "STATUS", "RATE", "TAG", "SOURCE");
+  for (const auto& s : list) {
+    const auto duration =
+        std::chrono::milliseconds(std::max<int64_t>(0, s.finished_unix_ms - s.started_unix_ms));
+    const double secs = static_cast<double>(duration.count()) / 1e3;
+    const bool done = s.status == catalog::SnapshotStatus::kComplete;
+    std::printf(
+        "%-5lld %-19s %-11s %-11s %-11s %-11s %-9s %-11s %-8s %s\n", static_cast<long long>(s.id),
+        LocalTime(s.started_unix_ms).c_str(), FormatBytes(s.size_bytes).c_str(),
+        done ? FormatBytes(s.bytes_new).c_str() : "-",
+        done ? FormatBytes(s.bytes_stored).c_str() : "-",
+        done ? FormatDuration(duration).c_str() : "-", StatusText(s.status),
+        done && secs > 0 ? FormatRate(static_cast<double>(s.size_bytes) / secs).c_str() : "-",
+        s.tag.empty() ? "-" : s.tag.c_str(), s.source.c_str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterSnapshots(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<SnapshotsCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("snapshots", "List the snapshots in the repository");
+  AddRepoFlags(cmd, &opts->repo);
+  cmd->add_flag("--json", opts->json, "print JSON");
+  cmd->add_flag("--all", opts->all, "also list interrupted runs");
+  cmd->footer(
+      "\nNEW is data no earlier snapshot had (before compression); STORED is what it\n"
+      "added to the repository (compressed, encrypted).");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunSnapshots(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

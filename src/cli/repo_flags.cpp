@@ -1,0 +1,129 @@
+#include "cli/repo_flags.h"
+
+#include <fcntl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/console.h"
+
+namespace wanbackup::cli {
+namespace {
+
+std::string EnvOr(const std::string& value, const char* env) {
+  if (!value.empty()) return value;
+  const char* v = std::getenv(env);
+  return v != nullptr ? v : "";
+}
+
+// Reads one line from the terminal with echo off.
+Result<Secret> PromptSecret(const std::string& prompt) {
+  const int fd = ::open("/dev/tty", O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::InvalidArgument(
+        "no passphrase given and no terminal to ask for one: use --password-file FILE or "
+        "$WANBACKUP_PASSWORD");
+  }
+  termios old{};
+  const bool tty = ::tcgetattr(fd, &old) == 0;
+  if (tty) {
+    termios quiet = old;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    ::tcsetattr(fd, TCSAFLUSH, &quiet);
+  }
+  (void)!::write(fd, prompt.data(), prompt.size());
+  std::string line;
+  char c;
+  while (::read(fd, &c, 1) == 1 && c != '\n')
+    line.push_back(c);
+  if (tty) ::tcsetattr(fd, TCSAFLUSH, &old);
+  (void)!::write(fd, "\n", 1);
+  ::close(fd);
+  Secret s(std::move(line));
+  if (s.empty()) return Status::InvalidArgument("empty passphrase");
+  return s;
+}
+
+}  // namespace
+
+void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
+  const char* group = "Repository";
+  command->add_option("-r,--repo", flags->repo, "repository directory (or $WANBACKUP_REPO)")
+      ->group(group);
+  command
+      ->add_option("--password-file", flags->password_file,
+                   "file whose first line is the passphrase (or $WANBACKUP_PASSWORD_FILE; "
+                   "$WANBACKUP_PASSWORD holds the passphrase itself; else it is asked for)")
+      ->group(group);
+  command
+      ->add_option("--key-file", flags->key_file,
+                   "key file, for repositories made with 'init --key-file' (or "
+                   "$WANBACKUP_KEY_FILE)")
+      ->group(group);
+}
+
+Result<std::string> RepoPath(const RepoFlags& flags) {
+  std::string path = EnvOr(flags.repo, "WANBACKUP_REPO");
+  if (path.empty()) {
+    return Status::InvalidArgument("no repository given: use --repo DIR or $WANBACKUP_REPO");
+  }
+  return path;
+}
+
+Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
+                              const std::string& prompt, bool confirm) {
+  if (!file.empty()) {
+    std::string warning;
+    Result<Secret> s = ReadSecretFile(file, &warning);
+    if (!warning.empty()) PrintWarning(warning);
+    if (!s.ok()) return s.status().WithContext("password file");
+    return s;
+  }
+  Secret env = SecretFromEnv(env_var);
+  if (!env.empty()) return env;
+  WB_ASSIGN_OR_RETURN(Secret first, PromptSecret(prompt));
+  if (confirm) {
+    WB_ASSIGN_OR_RETURN(Secret again, PromptSecret("Repeat it: "));
+    if (again.reveal() != first.reveal()) return Status::InvalidArgument("the passphrases differ");
+  }
+  return first;
+}
+
+Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
+                                                             pipeline::OpenMode mode) {
+  WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
+  WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  pipeline::Credentials credentials;
+  credentials.key_file = EnvOr(flags.key_file, "WANBACKUP_KEY_FILE");
+  if (config.mode == pipeline::EncryptionMode::kPassphrase) {
+    WB_ASSIGN_OR_RETURN(
+        credentials.passphrase,
+        ReadPassphrase(EnvOr(flags.password_file, "WANBACKUP_PASSWORD_FILE"), "WANBACKUP_PASSWORD",
+                       "Passphrase for " + path + ": ", false));
+  }
+  return pipeline::Repository::Open(path, credentials, mode);
+}
+
+Result<catalog::SnapshotInfo> ResolveSnapshot(pipeline::Repository& repo, const std::string& name) {
+  if (name == "latest") {
+    WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(false));
+    if (all.empty()) return Status::NotFound("the repository holds no snapshot yet");
+    return all.back();
+  }
+  char* end = nullptr;
+  const long long id = std::strtoll(name.c_str(), &end, 10);
+  if (name.empty() || *end != '\0' || id <= 0) {
+    return Status::InvalidArgument("'" + name + "' is not a snapshot number or 'latest'");
+  }
+  Result<catalog::SnapshotInfo> snap = repo.catalog().GetSnapshot(id);
+  if (!snap.ok()) return Status::NotFound("no snapshot " + name + " (see 'wanbackup snapshots')");
+  if (snap->status != catalog::SnapshotStatus::kComplete) {
+    return Status::NotFound("snapshot " + name + " did not complete; it cannot be restored");
+  }
+  return snap;
+}
+
+}  // namespace wanbackup::cli

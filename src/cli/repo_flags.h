@@ -1,0 +1,40 @@
+// Flags every repository command shares, and turning them into an open Repository.
+//
+// Repository: --repo or $WANBACKUP_REPO. Secrets, first found wins: --key-file
+// ($WANBACKUP_KEY_FILE) for key-file repositories; for passphrase repositories --password-file
+// ($WANBACKUP_PASSWORD_FILE), then $WANBACKUP_PASSWORD, then a prompt on the terminal (echo off).
+// Without a terminal and none of these, a clear error instead of waiting for input.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "pipeline/repository.h"
+
+namespace CLI {
+class App;
+}
+
+namespace wanbackup::cli {
+
+struct RepoFlags {
+  std::string repo;
+  std::string password_file;
+  std::string key_file;
+};
+
+void AddRepoFlags(CLI::App* command, RepoFlags* flags);
+Result<std::string> RepoPath(const RepoFlags& flags);
+
+// Reads a passphrase: `file`, else $`env_var`, else the terminal (asking twice when `confirm`).
+Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
+                              const std::string& prompt, bool confirm);
+
+Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
+                                                             pipeline::OpenMode mode);
+
+// "latest" or a snapshot number, resolved against the catalog (complete snapshots only).
+Result<catalog::SnapshotInfo> ResolveSnapshot(pipeline::Repository& repo, const std::string& name);
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,160 @@
+#include "pipeline/record.h"
+
+#include <cstring>
+
+#include <sodium.h>
+#include <zstd.h>
+
+namespace wanbackup::pipeline {
+namespace {
+
+constexpr uint8_t kMagic[4] = {'W', 'B', 'R', 'C'};
+constexpr uint8_t kVersion = 1;
+constexpr size_t kNonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+constexpr size_t kTag = crypto_aead_xchacha20poly1305_ietf_ABYTES;
+
+void PutU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t GetU32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+// Associated data: what the header says about the payload, so it cannot be swapped.
+void AssociatedData(const Digest& digest, uint32_t raw_size, uint8_t flags, uint8_t* ad) {
+  std::memcpy(ad, digest.data(), digest.size());
+  PutU32(ad + 32, raw_size);
+  ad[36] = flags;
+}
+
+struct Crc32cTable {
+  uint32_t t[256];
+  Crc32cTable() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+      t[i] = c;
+    }
+  }
+};
+
+}  // namespace
+
+uint32_t Crc32c(const uint8_t* data, size_t size, uint32_t crc) {
+  static const Crc32cTable table;
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i)
+    crc = table.t[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+void WriteRecordHeader(const RecordHeader& h, uint8_t* out) {
+  std::memset(out, 0, kRecordHeaderSize);
+  std::memcpy(out, kMagic, 4);
+  out[4] = kVersion;
+  out[5] = h.flags;
+  PutU32(out + 8, h.raw_size);
+  PutU32(out + 12, h.stored_size);
+  std::memcpy(out + 16, h.digest.data(), h.digest.size());
+  PutU32(out + 60, Crc32c(out, 60));
+}
+
+Result<RecordHeader> ParseRecordHeader(const uint8_t* in) {
+  if (std::memcmp(in, kMagic, 4) != 0) return Status::Corruption("no record at this offset");
+  if (GetU32(in + 60) != Crc32c(in, 60))
+    return Status::Corruption("record header checksum mismatch");
+  if (in[4] != kVersion) {
+    return Status::Unsupported("record version " + std::to_string(in[4]) + " is unknown");
+  }
+  RecordHeader h;
+  h.flags = in[5];
+  h.raw_size = GetU32(in + 8);
+  h.stored_size = GetU32(in + 12);
+  std::memcpy(h.digest.data(), in + 16, h.digest.size());
+  return h;
+}
+
+RecordCodec::RecordCodec(const KeySet& keys, int zstd_level)
+    : keys_(keys), level_(zstd_level), cctx_(ZSTD_createCCtx()), dctx_(ZSTD_createDCtx()) {}
+
+RecordCodec::~RecordCodec() {
+  ZSTD_freeCCtx(cctx_);
+  ZSTD_freeDCtx(dctx_);
+}
+
+const uint8_t* RecordCodec::Compress(const uint8_t* data, size_t size, size_t* out_size,
+                                     uint8_t* flags) {
+  *flags = 0;
+  *out_size = size;
+  if (level_ == 0) return data;
+  const size_t bound = ZSTD_compressBound(size);
+  if (scratch_.size() < bound) scratch_.resize(bound);
+  const size_t n = ZSTD_compressCCtx(cctx_, scratch_.data(), bound, data, size, level_);
+  if (ZSTD_isError(n) || n >= size - size / 32) return data;  // saves under 3 %: keep it raw
+  *flags = kRecordCompressed;
+  *out_size = n;
+  return scratch_.data();
+}
+
+void RecordCodec::Seal(const uint8_t* payload, size_t payload_size, uint8_t flags,
+                       uint32_t raw_size, const Digest& digest, std::vector<uint8_t>* out) {
+  RecordHeader h;
+  h.raw_size = raw_size;
+  h.digest = digest;
+  h.flags = flags | (keys_.encrypted() ? kRecordEncrypted : 0);
+  h.stored_size = static_cast<uint32_t>(payload_size + (keys_.encrypted() ? kNonce + kTag : 0));
+  const size_t start = out->size();
+  out->resize(start + kRecordHeaderSize + h.stored_size);
+  uint8_t* p = out->data() + start;
+  WriteRecordHeader(h, p);
+  p += kRecordHeaderSize;
+  if (!keys_.encrypted()) {
+    std::memcpy(p, payload, payload_size);
+    return;
+  }
+  uint8_t ad[37];
+  AssociatedData(digest, raw_size, h.flags, ad);
+  randombytes_buf(p, kNonce);
+  unsigned long long clen = 0;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(p + kNonce, &clen, payload, payload_size, ad,
+                                             sizeof ad, nullptr, p, keys_.data_key().data());
+}
+
+Status RecordCodec::Open(const RecordHeader& h, const uint8_t* payload, uint8_t* out) {
+  const uint8_t* plain = payload;
+  size_t plain_size = h.stored_size;
+  if ((h.flags & kRecordEncrypted) != 0) {
+    if (!keys_.encrypted())
+      return Status::Corruption("an encrypted record in an unencrypted repository");
+    if (h.stored_size < kNonce + kTag) return Status::Corruption("record too short");
+    plain_size = h.stored_size - kNonce - kTag;
+    if (scratch_.size() < plain_size) scratch_.resize(plain_size);
+    uint8_t ad[37];
+    AssociatedData(h.digest, h.raw_size, h.flags, ad);
+    unsigned long long mlen = 0;
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt(
+            scratch_.data(), &mlen, nullptr, payload + kNonce, h.stored_size - kNonce, ad,
+            sizeof ad, payload, keys_.data_key().data()) != 0) {
+      return Status::Corruption("authentication failed (the record was altered or damaged)");
+    }
+    plain = scratch_.data();
+  } else if (keys_.encrypted()) {
+    return Status::Corruption("an unencrypted record in an encrypted repository");
+  }
+  if ((h.flags & kRecordCompressed) != 0) {
+    const size_t n = ZSTD_decompressDCtx(dctx_, out, h.raw_size, plain, plain_size);
+    if (ZSTD_isError(n) || n != h.raw_size)
+      return Status::Corruption("the record does not decompress");
+  } else {
+    if (plain_size != h.raw_size) return Status::Corruption("the record has the wrong size");
+    std::memcpy(out, plain, plain_size);
+  }
+  if (keys_.DigestOf(out, h.raw_size) != h.digest) {
+    return Status::Corruption("the chunk does not match its digest");
+  }
+  return Status::Ok();
+}
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,410 @@
+#include "pipeline/repository.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <sodium.h>
+
+namespace wanbackup::pipeline {
+namespace {
+
+constexpr const char kConfigName[] = "config.json";
+constexpr const char kCatalogName[] = "catalog.db";
+constexpr const char kLockName[] = "lock";
+
+std::string Join(const std::string& a, const std::string& b) {
+  return a + "/" + b;
+}
+
+Status MakeDir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "creating " + path);
+  }
+  return Status::Ok();
+}
+
+Status SyncDir(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "opening " + path);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::FromErrno(err, "flushing " + path);
+  return Status::Ok();
+}
+
+// Writes `content` to `path` atomically and durably: temp file (0600), fsync, rename, fsync dir.
+Status WriteFileAtomic(const std::string& dir, const std::string& name,
+                       const std::string& content) {
+  const std::string tmp = Join(dir, "." + name + ".tmp");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "creating " + tmp);
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::FromErrno(err, "writing " + tmp);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::FromErrno(err, "flushing " + tmp);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), Join(dir, name).c_str()) != 0) {
+    return Status::FromErrno(errno, "renaming " + tmp);
+  }
+  return SyncDir(dir);
+}
+
+std::string NowIso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool DirIsEmptyOrMissing(const std::string& path, bool* exists) {
+  DIR* d = ::opendir(path.c_str());
+  *exists = d != nullptr;
+  if (d == nullptr) return errno == ENOENT;
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") empty = false;
+  }
+  ::closedir(d);
+  return empty;
+}
+
+Result<Secret> ReadKeyFile(const std::string& path) {
+  std::string warning;
+  Result<Secret> s = ReadSecretFile(path, &warning);
+  if (!s.ok()) return s.status().WithContext("key file");
+  return s;
+}
+
+// Writes a new random key file (mode 0600 from the first byte) unless `path` exists.
+Status CreateKeyFileIfMissing(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return Status::Ok();
+  const Secret contents = NewKeyFileContents();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "creating key file " + path);
+  const bool ok = ::write(fd, contents.reveal().data(), contents.reveal().size()) ==
+                  static_cast<ssize_t>(contents.reveal().size());
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || !synced) return Status::IoError("writing key file " + path);
+  return Status::Ok();
+}
+
+Result<Key> KekFor(const RepositoryConfig& config, const Credentials& c) {
+  if (config.mode == EncryptionMode::kKeyFile) {
+    if (c.key_file.empty()) {
+      return Status::InvalidArgument(
+          "this repository is unlocked with a key file: give --key-file");
+    }
+    WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(c.key_file));
+    return KeyFromKeyFile(contents);
+  }
+  if (c.passphrase.empty()) {
+    return Status::InvalidArgument(
+        "this repository needs its passphrase: --password-file FILE, $WANBACKUP_PASSWORD, or a "
+        "terminal to type it");
+  }
+  return KeyFromPassphrase(c.passphrase, config.kdf);
+}
+
+std::string ConfigJson(const RepositoryConfig& c) {
+  nlohmann::json enc = {{"mode", EncryptionModeName(c.mode)}};
+  if (c.mode != EncryptionMode::kNone) {
+    enc["cipher"] = "xchacha20poly1305-ietf";
+    enc["digest"] = "blake2b-256-keyed";
+    enc["wrapped_key"] = c.wrapped_key;
+  }
+  if (c.mode == EncryptionMode::kPassphrase) {
+    enc["kdf"] = {{"algorithm", "argon2id13"},
+                  {"opslimit", c.kdf.opslimit},
+                  {"memlimit", c.kdf.memlimit},
+                  {"salt", ToHex(c.kdf.salt.data(), c.kdf.salt.size())}};
+  }
+  nlohmann::json j = {{"format", c.format},
+                      {"repository_id", c.id},
+                      {"created", c.created},
+                      {"chunk_size", c.chunk_size},
+                      {"compression", {{"algorithm", "zstd"}, {"level", c.zstd_level}}},
+                      {"encryption", enc}};
+  return j.dump(2) + "\n";
+}
+
+Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string& path) {
+  RepositoryConfig c;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    c.format = j.at("format").get<int>();
+    if (c.format != 1) {
+      return Status::Unsupported(path + ": repository format " + std::to_string(c.format) +
+                                 " is not supported by this wanbackup");
+    }
+    c.id = j.at("repository_id").get<std::string>();
+    c.created = j.value("created", "");
+    c.chunk_size = j.at("chunk_size").get<uint32_t>();
+    c.zstd_level = j.at("compression").at("level").get<int>();
+    const auto& enc = j.at("encryption");
+    const std::string mode = enc.at("mode").get<std::string>();
+    if (mode == "passphrase") {
+      c.mode = EncryptionMode::kPassphrase;
+      const auto& kdf = enc.at("kdf");
+      c.kdf.opslimit = kdf.at("opslimit").get<uint64_t>();
+      c.kdf.memlimit = kdf.at("memlimit").get<uint64_t>();
+      if (!FromHex(kdf.at("salt").get<std::string>(), c.kdf.salt.data(), c.kdf.salt.size())) {
+        return Status::Corruption(path + ": bad KDF salt");
+      }
+    } else if (mode == "keyfile") {
+      c.mode = EncryptionMode::kKeyFile;
+    } else if (mode == "none") {
+      c.mode = EncryptionMode::kNone;
+    } else {
+      return Status::Unsupported(path + ": unknown encryption mode '" + mode + "'");
+    }
+    if (c.mode != EncryptionMode::kNone) c.wrapped_key = enc.at("wrapped_key").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(path + " is damaged: " + e.what());
+  }
+  uint8_t id[16];
+  if (!FromHex(c.id, id, sizeof id)) return Status::Corruption(path + ": bad repository id");
+  if (c.chunk_size < (64u << 10) || c.chunk_size > (64u << 20)) {
+    return Status::Corruption(path + ": chunk size " + std::to_string(c.chunk_size) +
+                              " is out of range");
+  }
+  return c;
+}
+
+}  // namespace
+
+const char* EncryptionModeName(EncryptionMode mode) {
+  switch (mode) {
+    case EncryptionMode::kPassphrase:
+      return "passphrase";
+    case EncryptionMode::kKeyFile:
+      return "keyfile";
+    case EncryptionMode::kNone:
+      return "none";
+  }
+  return "none";
+}
+
+Status Repository::Init(const std::string& path, const InitOptions& o) {
+  WB_RETURN_IF_ERROR(InitCrypto());
+  const uint32_t cs = o.chunk_size;
+  if (cs < (64u << 10) || cs > (64u << 20) || (cs & (cs - 1)) != 0) {
+    return Status::InvalidArgument("--chunk-size must be a power of two from 64K to 64M");
+  }
+  if (o.zstd_level < 0 || o.zstd_level > 19) {
+    return Status::InvalidArgument("compression level must be 0 (none) to 19");
+  }
+  bool exists = false;
+  if (!DirIsEmptyOrMissing(path, &exists)) {
+    struct stat st {};
+    if (::stat(Join(path, kConfigName).c_str(), &st) == 0) {
+      return Status::AlreadyExists(path + " already holds a repository");
+    }
+    return Status::AlreadyExists(path + " is not empty; give a new or empty directory");
+  }
+
+  RepositoryConfig c;
+  uint8_t id[16];
+  randombytes_buf(id, sizeof id);
+  c.id = ToHex(id, sizeof id);
+  c.created = NowIso8601();
+  c.chunk_size = cs;
+  c.zstd_level = o.zstd_level;
+  c.mode = o.mode;
+  if (o.mode != EncryptionMode::kNone) {
+    Key kek{};
+    if (o.mode == EncryptionMode::kPassphrase) {
+      c.kdf = o.kdf;
+      randombytes_buf(c.kdf.salt.data(), c.kdf.salt.size());
+      WB_ASSIGN_OR_RETURN(kek, KeyFromPassphrase(o.credentials.passphrase, c.kdf));
+    } else {
+      if (o.credentials.key_file.empty()) return Status::InvalidArgument("--key-file is required");
+      WB_RETURN_IF_ERROR(CreateKeyFileIfMissing(o.credentials.key_file));
+      WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(o.credentials.key_file));
+      WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
+    }
+    Key master = RandomKey();
+    c.wrapped_key = WrapKey(master, kek, c.id);
+    sodium_memzero(master.data(), master.size());
+    sodium_memzero(kek.data(), kek.size());
+  }
+
+  if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
+  WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
+  { WB_ASSIGN_OR_RETURN(auto catalog, catalog::Catalog::Open(Join(path, kCatalogName), true)); }
+  ::chmod(Join(path, kCatalogName).c_str(), 0600);
+  // config.json last: its presence is what makes the directory a repository.
+  WB_RETURN_IF_ERROR(WriteFileAtomic(path, kConfigName, ConfigJson(c)));
+  return Status::Ok();
+}
+
+Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
+  const std::string config_path = Join(path, kConfigName);
+  std::ifstream in(config_path);
+  if (!in) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return Status::NotFound("no repository at " + path);
+    return Status::NotFound(path + " is not a wanbackup repository (no " + kConfigName + ")");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseConfig(text.str(), config_path);
+}
+
+Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
+                                                     const Credentials& credentials,
+                                                     OpenMode mode) {
+  WB_RETURN_IF_ERROR(InitCrypto());
+  std::unique_ptr<Repository> repo(new Repository());
+  repo->path_ = path;
+  WB_ASSIGN_OR_RETURN(repo->config_, ReadConfig(path));
+  if (repo->config_.mode == EncryptionMode::kNone) {
+    repo->keys_ = std::make_unique<KeySet>(KeySet::Unencrypted(repo->config_.id));
+  } else {
+    WB_ASSIGN_OR_RETURN(Key kek, KekFor(repo->config_, credentials));
+    Result<Key> master = UnwrapKey(repo->config_.wrapped_key, kek, repo->config_.id);
+    sodium_memzero(kek.data(), kek.size());
+    if (!master.ok()) return master.status();
+    repo->keys_ = std::make_unique<KeySet>(*master);
+    repo->master_ = *master;
+    sodium_memzero(master->data(), master->size());
+  }
+  if (mode == OpenMode::kWrite) WB_RETURN_IF_ERROR(repo->Lock());
+  WB_ASSIGN_OR_RETURN(repo->catalog_, catalog::Catalog::Open(Join(path, kCatalogName), false));
+  WB_RETURN_IF_ERROR(repo->LoadPacks());
+  return repo;
+}
+
+Repository::~Repository() {
+  sodium_memzero(master_.data(), master_.size());
+  catalog_.reset();
+  for (auto& [id, fd] : pack_fds_)
+    ::close(fd);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+Status Repository::Lock() {
+  const std::string lock_path = Join(path_, kLockName);
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) return Status::FromErrno(errno, "opening " + lock_path);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    char holder[256] = {};
+    const ssize_t n = ::pread(lock_fd_, holder, sizeof holder - 1, 0);
+    std::string who = n > 0 ? std::string(holder, static_cast<size_t>(n)) : "another process";
+    while (!who.empty() && who.back() == '\n')
+      who.pop_back();
+    return Status::Busy("repository " + path_ + " is in use by " + who +
+                        "; try again when it has finished");
+  }
+  char host[128] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = "wanbackup pid " + std::to_string(::getpid()) + " on " + host + " since " +
+                         NowIso8601() + "\n";
+  if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, me.data(), me.size(), 0);
+  return Status::Ok();
+}
+
+std::string Repository::PackPath(const std::string& name) const {
+  return Join(Join(path_, "packs"), name.substr(0, 2)) + "/" + name + ".pack";
+}
+
+Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
+  uint8_t raw[16];
+  randombytes_buf(raw, sizeof raw);
+  const std::string name = ToHex(raw, sizeof raw);
+  WB_RETURN_IF_ERROR(MakeDir(Join(Join(path_, "packs"), name.substr(0, 2))));
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer,
+                      PackWriter::Create(PackPath(name), config_.id));
+  WB_ASSIGN_OR_RETURN(*pack_id, catalog_->AddPack(name));
+  std::lock_guard<std::mutex> lock(packs_mu_);
+  pack_names_[*pack_id] = name;
+  return writer;
+}
+
+Result<int> Repository::PackFd(int64_t pack_id) {
+  std::lock_guard<std::mutex> lock(packs_mu_);
+  auto it = pack_fds_.find(pack_id);
+  if (it != pack_fds_.end()) return it->second;
+  auto name = pack_names_.find(pack_id);
+  if (name == pack_names_.end()) {
+    return Status::Corruption("pack " + std::to_string(pack_id) + " is not in the catalog");
+  }
+  const std::string path = PackPath(name->second);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::Corruption("pack file " + path + " is missing");
+    return Status::FromErrno(errno, "opening " + path);
+  }
+  Status header = CheckPackHeader(fd, config_.id, path);
+  if (!header.ok()) {
+    ::close(fd);
+    return header;
+  }
+  pack_fds_[pack_id] = fd;
+  return fd;
+}
+
+Status Repository::LoadPacks() {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, catalog_->Packs());
+  std::lock_guard<std::mutex> lock(packs_mu_);
+  for (const catalog::PackInfo& p : packs)
+    pack_names_[p.id] = p.name;
+  return Status::Ok();
+}
+
+Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials) {
+  if (lock_fd_ < 0) return Status::Internal("ChangeKey needs the repository opened for writing");
+  if (config_.mode == EncryptionMode::kNone || mode == EncryptionMode::kNone) {
+    return Status::Unsupported(
+        "an unencrypted repository cannot get a key, nor an encrypted one "
+        "lose its own");
+  }
+  RepositoryConfig updated = config_;
+  updated.mode = mode;
+  Key kek{};
+  if (mode == EncryptionMode::kPassphrase) {
+    updated.kdf = NewKdfParams();
+    updated.kdf.opslimit = config_.kdf.opslimit;
+    updated.kdf.memlimit = config_.kdf.memlimit;
+    WB_ASSIGN_OR_RETURN(kek, KeyFromPassphrase(credentials.passphrase, updated.kdf));
+  } else {
+    if (credentials.key_file.empty()) return Status::InvalidArgument("--new-key-file is required");
+    WB_RETURN_IF_ERROR(CreateKeyFileIfMissing(credentials.key_file));
+    WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(credentials.key_file));
+    WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
+  }
+  updated.wrapped_key = WrapKey(master_, kek, config_.id);
+  sodium_memzero(kek.data(), kek.size());
+  WB_RETURN_IF_ERROR(WriteFileAtomic(path_, kConfigName, ConfigJson(updated)));
+  config_ = updated;
+  return Status::Ok();
+}
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,102 @@
+// Repository: a directory holding config.json (format, chunk size, compression, wrapped key),
+// catalog.db (SQLite), packs/xx/<id>.pack and a lock file (docs/format.md).
+//
+// Opening for writing takes an exclusive lock (flock on `lock`): a second writer is refused with
+// Busy, naming the holder. Readers (restore, verify, listing) take no lock: packs only grow and
+// the catalog is read in WAL mode. Threading: config(), keys() and PackFd() are thread-safe;
+// catalog() belongs to the thread that opened the repository.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "catalog/catalog.h"
+#include "common/result.h"
+#include "common/secret.h"
+#include "pipeline/keys.h"
+#include "pipeline/pack.h"
+
+namespace wanbackup::pipeline {
+
+enum class EncryptionMode { kPassphrase, kKeyFile, kNone };
+
+struct RepositoryConfig {
+  int format = 1;
+  std::string id;  // 32 hex digits
+  std::string created;
+  uint32_t chunk_size = 4 << 20;
+  int zstd_level = 3;
+  EncryptionMode mode = EncryptionMode::kPassphrase;
+  KdfParams kdf;
+  std::string wrapped_key;  // hex; empty without encryption
+};
+
+// How to unlock a repository: its passphrase or its key file.
+struct Credentials {
+  Secret passphrase;
+  std::string key_file;
+};
+
+struct InitOptions {
+  uint32_t chunk_size = 4 << 20;  // a power of two from 64 KiB to 64 MiB
+  int zstd_level = 3;             // 0 stores data uncompressed
+  EncryptionMode mode = EncryptionMode::kPassphrase;
+  Credentials credentials;  // passphrase, or key file to use/create
+  KdfParams kdf = {};       // salt filled in by Init
+};
+
+enum class OpenMode { kRead, kWrite };
+
+class Repository {
+ public:
+  // Creates a repository at `path` (a new or empty directory). Fails with AlreadyExists when a
+  // repository (or anything else) is there. With a key file that does not exist yet, writes a
+  // new one (mode 0600).
+  static Status Init(const std::string& path, const InitOptions& options);
+  // Reads a repository's config.json without unlocking it (to learn what it needs).
+  static Result<RepositoryConfig> ReadConfig(const std::string& path);
+  // Opens it; kWrite takes the writer lock. Wrong credentials: AuthFailed. Not a repository:
+  // NotFound.
+  static Result<std::unique_ptr<Repository>> Open(const std::string& path,
+                                                  const Credentials& credentials, OpenMode mode);
+  ~Repository();
+
+  const std::string& path() const { return path_; }
+  const RepositoryConfig& config() const { return config_; }
+  const KeySet& keys() const { return *keys_; }
+  catalog::Catalog& catalog() { return *catalog_; }
+
+  std::string PackPath(const std::string& name) const;
+  // A new pack with a random name, registered in the catalog (in the caller's transaction).
+  Result<std::unique_ptr<PackWriter>> NewPack(int64_t* pack_id);
+  // An open read descriptor for the pack (cached; thread-safe). Packs the catalog gained after
+  // opening need LoadPacks() first.
+  Result<int> PackFd(int64_t pack_id);
+  // (Re)reads the pack table from the catalog. Call on the catalog's thread.
+  Status LoadPacks();
+
+  // Re-wraps the master key for new credentials (a new passphrase, or a key file); data untouched.
+  // REQUIRES: opened with kWrite.
+  Status ChangeKey(EncryptionMode mode, const Credentials& credentials);
+
+ private:
+  Repository() = default;
+  Status Lock();
+
+  std::string path_;
+  RepositoryConfig config_;
+  std::unique_ptr<KeySet> keys_;
+  Key master_{};  // wiped on destruction; needed to re-wrap it under new credentials
+  std::unique_ptr<catalog::Catalog> catalog_;
+  int lock_fd_ = -1;
+  std::mutex packs_mu_;
+  std::unordered_map<int64_t, int> pack_fds_;            // GUARDED_BY(packs_mu_)
+  std::unordered_map<int64_t, std::string> pack_names_;  // GUARDED_BY(packs_mu_)
+};
+
+// "passphrase", "keyfile", "none".
+const char* EncryptionModeName(EncryptionMode mode);
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,181 @@
+#include "pipeline/restorer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "common/cancel.h"
+#include "pipeline/file_source.h"
+#include "pipeline/pack.h"
+#include "pipeline/record.h"
+#include "pipeline/zero.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Range(const catalog::SnapshotInfo& s, uint64_t index, uint64_t length) {
+  const uint64_t offset = index * s.chunk_size;
+  return "snapshot " + std::to_string(s.id) + " bytes " + std::to_string(offset) + "+" +
+         std::to_string(length) + " (LBA " +
+         std::to_string(offset / std::max<uint32_t>(1, s.block_size)) + "+" +
+         std::to_string(length / std::max<uint32_t>(1, s.block_size)) + ")";
+}
+
+// Reads and opens chunk `c` into `out` (raw_size bytes).
+Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
+                 std::vector<uint8_t>* record, uint8_t* out) {
+  WB_ASSIGN_OR_RETURN(int fd, repo.PackFd(c.pack_id));
+  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(fd, c.offset, c.stored_size, record));
+  if (h.digest != c.digest || h.raw_size != c.raw_size) {
+    return Status::Corruption("the record in the pack is not the chunk the catalog names");
+  }
+  return codec.Open(h, record->data() + kRecordHeaderSize, out);
+}
+
+}  // namespace
+
+Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snap,
+                                      BlockSink& sink, const RestoreOptions& options) {
+  if (snap.status != catalog::SnapshotStatus::kComplete) {
+    return Status::InvalidArgument("snapshot " + std::to_string(snap.id) + " is not complete");
+  }
+  const bool ordered = sink.sequential_only();
+  const int workers =
+      ordered ? 1
+              : (options.workers > 0
+                     ? options.workers
+                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  const bool holes = sink.zeros_are_free();
+  const std::vector<uint8_t> zeros(holes ? 0 : snap.chunk_size, 0);
+  RestoreResult result;
+  const auto start = Clock::now();
+  auto last_report = start;
+  std::atomic<uint64_t> bytes_done{0}, zero_bytes{0};
+
+  WB_RETURN_IF_ERROR(repo.LoadPacks());
+  Status status = repo.catalog().ForEachMapSegment(
+      snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+        // Resolve where each chunk lives (the catalog belongs to this thread).
+        std::unordered_map<int64_t, catalog::ChunkRecord> where;
+        for (int64_t id : ids) {
+          if (id != 0 && !where.count(id)) {
+            WB_ASSIGN_OR_RETURN(where[id], repo.catalog().GetChunk(id));
+          }
+        }
+        std::atomic<size_t> next{0};
+        std::mutex error_mu;
+        Status error;
+        auto work = [&] {
+          RecordCodec codec(repo.keys(), 0);
+          std::vector<uint8_t> record, chunk(snap.chunk_size);
+          for (size_t k = next++; k < ids.size(); k = next++) {
+            {
+              std::lock_guard<std::mutex> lock(error_mu);
+              if (!error.ok()) return;
+            }
+            if (CancellationRequested()) {
+              std::lock_guard<std::mutex> lock(error_mu);
+              error = Status::Cancelled("restore interrupted");
+              return;
+            }
+            const uint64_t index = first + k;
+            const uint64_t offset = index * snap.chunk_size;
+            const uint64_t length = std::min<uint64_t>(snap.chunk_size, snap.size_bytes - offset);
+            Status s;
+            if (ids[k] == 0) {
+              zero_bytes += length;
+              if (!holes) s = sink.Write(offset, zeros.data(), length);
+            } else {
+              const catalog::ChunkRecord& c = where.at(ids[k]);
+              s = c.raw_size == length ? LoadChunk(repo, codec, c, &record, chunk.data())
+                                       : Status::Corruption("the chunk has the wrong size");
+              if (s.ok()) s = sink.Write(offset, chunk.data(), length);
+              if (!s.ok() && s.code() == StatusCode::kCorruption) {
+                s = Status::Corruption(Range(snap, index, length) + " is damaged: " + s.message());
+              }
+            }
+            if (!s.ok()) {
+              std::lock_guard<std::mutex> lock(error_mu);
+              if (error.ok()) error = s;
+              return;
+            }
+            bytes_done += length;
+          }
+        };
+        std::vector<std::thread> threads;
+        for (int i = 1; i < workers; ++i)
+          threads.emplace_back(work);
+        work();
+        for (auto& t : threads)
+          t.join();
+        if (options.on_progress && Clock::now() - last_report >= options.progress_interval) {
+          last_report = Clock::now();
+          options.on_progress({bytes_done.load(), snap.size_bytes, last_report - start});
+        }
+        return error;
+      });
+  if (!status.ok()) return status;
+  WB_RETURN_IF_ERROR(sink.Finish(snap.size_bytes));
+  result.bytes = snap.size_bytes;
+  result.zero_bytes = zero_bytes.load();
+  result.elapsed = Clock::now() - start;
+  if (options.on_progress) options.on_progress({result.bytes, snap.size_bytes, result.elapsed});
+  return result;
+}
+
+Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, const std::string& path) {
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<FileSource> source, FileSource::Open(path));
+  if (source->geometry().size_bytes < snap.size_bytes) {
+    return Status::Corruption(path + " is shorter than the snapshot");
+  }
+  std::vector<std::vector<uint8_t>> buffers(4, std::vector<uint8_t>(snap.chunk_size));
+  std::vector<uint8_t*> free_buffers;
+  for (auto& b : buffers)
+    free_buffers.push_back(b.data());
+  return repo.catalog().ForEachMapSegment(
+      snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+        std::unordered_map<int64_t, Digest> digests;
+        for (int64_t id : ids) {
+          if (id != 0 && !digests.count(id)) {
+            WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, repo.catalog().GetChunk(id));
+            digests[id] = c.digest;
+          }
+        }
+        size_t submitted = 0, completed = 0;
+        Status error;
+        while (completed < ids.size()) {
+          while (submitted < ids.size() && !free_buffers.empty()) {
+            const uint64_t offset = (first + submitted) * snap.chunk_size;
+            const uint64_t length = std::min<uint64_t>(snap.chunk_size, snap.size_bytes - offset);
+            WB_RETURN_IF_ERROR(
+                source->Submit(ReadRequest{offset, length, free_buffers.back(), submitted}));
+            free_buffers.pop_back();
+            ++submitted;
+          }
+          WB_ASSIGN_OR_RETURN(ReadCompletion done, source->Wait());
+          ++completed;
+          free_buffers.push_back(done.request.buffer);
+          if (!done.status.ok()) {
+            if (error.ok()) error = done.status;
+            continue;
+          }
+          const uint64_t k = done.request.tag;
+          const int64_t id = ids[k];
+          const bool good = id == 0 ? IsAllZero(done.request.buffer, done.request.length)
+                                    : repo.keys().DigestOf(done.request.buffer,
+                                                           done.request.length) == digests.at(id);
+          if (!good && error.ok()) {
+            error = Status::Corruption("verifying " + path + ": " +
+                                       Range(snap, first + k, done.request.length) +
+                                       " differs from the snapshot");
+          }
+        }
+        return error;
+      });
+}
+
+}  // namespace wanbackup::pipeline

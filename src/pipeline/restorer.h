@@ -1,0 +1,50 @@
+// Restoring a snapshot to a BlockSink (file, block device or standard output).
+//
+// The calling thread reads the snapshot's map a segment at a time and resolves chunk locations
+// from the catalog; worker threads (one per core) read each record from its pack, authenticate,
+// decompress and check its digest, and write it at its offset (positioned sinks may be written
+// by several threads at once). All-zero chunks become holes when the sink gets zeros for free
+// (a new file) and are written as zeros otherwise (a block device). A sink that needs order
+// (a pipe) is written in order by one worker. A damaged chunk stops the restore with the range
+// it covers: nothing is ever silently replaced.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "common/block_io.h"
+#include "common/result.h"
+#include "pipeline/repository.h"
+
+namespace wanbackup::pipeline {
+
+struct RestoreProgress {
+  uint64_t bytes_done = 0;
+  uint64_t bytes_total = 0;
+  std::chrono::nanoseconds elapsed{0};
+};
+
+struct RestoreOptions {
+  int workers = 0;  // 0: one per core
+  std::chrono::milliseconds progress_interval{500};
+  std::function<void(const RestoreProgress&)> on_progress;  // called on the calling thread
+};
+
+struct RestoreResult {
+  uint64_t bytes = 0;
+  uint64_t zero_bytes = 0;  // all-zero chunks (holes or written zeros)
+  std::chrono::nanoseconds elapsed{0};
+};
+
+// Writes every chunk of `snapshot` to `sink` and finishes it (fsync, final size).
+Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snapshot,
+                                      BlockSink& sink, const RestoreOptions& options);
+
+// Reads `path` back and checks each chunk against the snapshot (digest; zeros where the
+// snapshot has zeros). Corruption names the first range that differs.
+Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snapshot,
+                     const std::string& path);
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,488 @@
+#include "pipeline/snapshotter.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <semaphore>
+#include <thread>
+#include <unordered_map>
+
+#include "common/cancel.h"
+#include "common/failpoint.h"
+#include "pipeline/record.h"
+#include "pipeline/work_queue.h"
+#include "pipeline/zero.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct DigestHash {
+  size_t operator()(const Digest& d) const {
+    size_t h;
+    std::memcpy(&h, d.data(), sizeof h);  // a keyed hash: its bytes are already uniform
+    return h;
+  }
+};
+
+// CPU time per stage in nanoseconds, added from any thread.
+struct StageClock {
+  std::atomic<int64_t> zero{0}, digest{0}, dedup{0}, compress{0}, encrypt{0}, write{0}, catalog{0};
+  StageTimes Seconds() const {
+    auto s = [](const std::atomic<int64_t>& v) { return static_cast<double>(v.load()) / 1e9; };
+    return {s(zero), s(digest), s(dedup), s(compress), s(encrypt), s(write), s(catalog)};
+  }
+};
+
+struct Job {
+  enum class Kind { kHash, kEncode } kind;
+  uint64_t index;
+  uint8_t* buffer;
+  uint32_t length;
+  Digest digest;
+};
+
+struct Outcome {
+  enum class Kind { kZero, kHashed, kEncoded, kError, kReaderDone } kind;
+  uint64_t index = 0;
+  uint8_t* buffer = nullptr;  // kHashed: still holds the chunk
+  uint32_t length = 0;
+  Digest digest{};
+  std::vector<uint8_t> record;  // kEncoded
+  Status status;                // kError
+};
+
+class Snapshotter {
+ public:
+  Snapshotter(Repository& repo, BlockSource& source, const SnapshotOptions& options)
+      : repo_(repo),
+        catalog_(repo.catalog()),
+        source_(source),
+        options_(options),
+        chunk_size_(repo.config().chunk_size),
+        size_(source.geometry().size_bytes),
+        chunk_count_((size_ + chunk_size_ - 1) / chunk_size_),
+        workers_(options.workers > 0
+                     ? options.workers
+                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
+
+  Result<SnapshotResult> Run();
+
+ private:
+  void ReaderLoop();
+  void WorkerLoop();
+  Status Coordinate();
+  Status OnHashed(Outcome& o);
+  Status OnEncoded(Outcome& o);
+  Status Resolve(uint64_t index, int64_t chunk_id);
+  Status Commit(bool force);
+  Status StartPack();
+  Status SyncPack();
+  void Stop();
+  void Report(bool force);
+
+  Repository& repo_;
+  catalog::Catalog& catalog_;
+  BlockSource& source_;
+  const SnapshotOptions options_;
+  const uint64_t chunk_size_;
+  const uint64_t size_;
+  const uint64_t chunk_count_;
+  const int workers_;
+
+  std::unique_ptr<BufferPool> buffers_;
+  WorkQueue<Job> jobs_;
+  WorkQueue<Outcome> outcomes_;
+  std::mutex records_mu_;
+  std::vector<std::vector<uint8_t>> spare_records_;  // GUARDED_BY(records_mu_)
+  std::counting_semaphore<1024> record_slots_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> reader_done_{false};
+  std::atomic<uint64_t> chunks_delivered_{0};  // handed to the workers by the reader
+  StageClock clock_;
+
+  // Coordinator state.
+  catalog::SnapshotInfo info_;
+  std::unique_ptr<catalog::Catalog::Transaction> txn_;
+  std::unique_ptr<PackWriter> pack_;
+  int64_t pack_id_ = 0;
+  uint64_t stored_since_commit_ = 0;
+  Clock::time_point last_commit_ = Clock::now();
+  std::unordered_map<Digest, std::vector<uint64_t>, DigestHash> pending_;   // being encoded
+  std::map<uint64_t, std::pair<std::vector<int64_t>, uint64_t>> segments_;  // first -> ids, filled
+  uint64_t done_chunks_ = 0;
+  uint64_t done_bytes_ = 0;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_report_ = Clock::now();
+};
+
+void Snapshotter::ReaderLoop() {
+  uint64_t next = 0;
+  size_t in_flight = 0;
+  auto fail = [this](Status s) {
+    outcomes_.Push(Outcome{Outcome::Kind::kError, 0, nullptr, 0, {}, {}, std::move(s)});
+  };
+  // Stopping early: every submitted read must finish (or the source fail) before the buffers
+  // may go.
+  auto drain = [this, &in_flight] {
+    while (in_flight > 0) {
+      Result<ReadCompletion> done = source_.Wait();
+      if (!done.ok()) return;  // a failed source writes into no buffer any more
+      --in_flight;
+    }
+  };
+  while (!stop_.load()) {
+    const bool more = next < chunk_count_;
+    uint8_t* buffer = nullptr;
+    if (more && in_flight < std::max<size_t>(1, source_.preferred_in_flight())) {
+      buffer = in_flight == 0 ? buffers_->Take() : buffers_->TryTake();
+      if (buffer == nullptr && in_flight == 0) return;  // closed: we are stopping
+    }
+    if (buffer != nullptr) {
+      const uint64_t offset = next * chunk_size_;
+      const uint64_t length = std::min(chunk_size_, size_ - offset);
+      Status s = source_.Submit(ReadRequest{offset, length, buffer, next});
+      if (!s.ok()) {
+        drain();
+        return fail(s);
+      }
+      ++next;
+      ++in_flight;
+      continue;
+    }
+    if (in_flight == 0) return;  // everything read
+    Result<ReadCompletion> done = source_.Wait();
+    if (!done.ok()) return fail(done.status());
+    --in_flight;
+    if (!done->status.ok()) {
+      drain();
+      return fail(done->status);
+    }
+    const ReadRequest& r = done->request;
+    ++chunks_delivered_;
+    jobs_.Push(Job{Job::Kind::kHash, r.tag, r.buffer, static_cast<uint32_t>(r.length), {}});
+  }
+  drain();
+}
+
+void Snapshotter::WorkerLoop() {
+  RecordCodec codec(repo_.keys(), repo_.config().zstd_level);
+  while (std::optional<Job> job = jobs_.Pop()) {
+    if (job->kind == Job::Kind::kHash) {
+      int64_t t0 = ThreadCpuNs();
+      const bool zero = IsAllZero(job->buffer, job->length);
+      int64_t t1 = ThreadCpuNs();
+      clock_.zero += t1 - t0;
+      if (zero) {
+        buffers_->Put(job->buffer);
+        outcomes_.Push(Outcome{Outcome::Kind::kZero, job->index, nullptr, job->length, {}, {}, {}});
+        continue;
+      }
+      Outcome o{Outcome::Kind::kHashed,
+                job->index,
+                job->buffer,
+                job->length,
+                repo_.keys().DigestOf(job->buffer, job->length),
+                {},
+                {}};
+      clock_.digest += ThreadCpuNs() - t1;
+      outcomes_.Push(std::move(o));
+      continue;
+    }
+    // At most one record per worker plus two waiting to be written: if writing falls behind,
+    // the workers wait here rather than fill memory.
+    record_slots_.acquire();
+    std::vector<uint8_t> record;
+    {
+      std::lock_guard<std::mutex> lock(records_mu_);
+      if (!spare_records_.empty()) {
+        record = std::move(spare_records_.back());
+        spare_records_.pop_back();
+      }
+    }
+    record.clear();
+    int64_t t0 = ThreadCpuNs();
+    size_t payload_size = 0;
+    uint8_t flags = 0;
+    const uint8_t* payload = codec.Compress(job->buffer, job->length, &payload_size, &flags);
+    int64_t t1 = ThreadCpuNs();
+    codec.Seal(payload, payload_size, flags, job->length, job->digest, &record);
+    clock_.compress += t1 - t0;
+    clock_.encrypt += ThreadCpuNs() - t1;
+    buffers_->Put(job->buffer);
+    outcomes_.Push(Outcome{Outcome::Kind::kEncoded,
+                           job->index,
+                           nullptr,
+                           job->length,
+                           job->digest,
+                           std::move(record),
+                           {}});
+  }
+}
+
+Status Snapshotter::StartPack() {
+  WB_ASSIGN_OR_RETURN(pack_, repo_.NewPack(&pack_id_));
+  return Status::Ok();
+}
+
+// Makes the pack durable and records its size, in the open transaction (no pack: nothing to do).
+Status Snapshotter::SyncPack() {
+  if (!pack_) return Status::Ok();
+  WB_FAILPOINT("snapshot.before-pack-sync");
+  WB_RETURN_IF_ERROR(pack_->Sync());
+  WB_FAILPOINT("snapshot.after-pack-sync");
+  return catalog_.SetPackSize(pack_id_, pack_->size());
+}
+
+// Pack data first, then the catalog that points at it (docs/durability.md).
+Status Snapshotter::Commit(bool force) {
+  const bool due = stored_since_commit_ >= options_.commit_bytes ||
+                   Clock::now() - last_commit_ >= options_.commit_interval;
+  if (!force && !due) return Status::Ok();
+  const int64_t t0 = ThreadCpuNs();
+  WB_RETURN_IF_ERROR(SyncPack());
+  WB_RETURN_IF_ERROR(txn_->Commit());
+  WB_FAILPOINT("snapshot.after-commit");
+  if (pack_ && pack_->size() >= options_.pack_size)
+    pack_.reset();  // the next record starts a new one
+  WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
+  stored_since_commit_ = 0;
+  last_commit_ = Clock::now();
+  clock_.catalog += ThreadCpuNs() - t0;
+  return Status::Ok();
+}
+
+Status Snapshotter::Resolve(uint64_t index, int64_t chunk_id) {
+  const uint64_t first = index / catalog::kMapSegmentChunks * catalog::kMapSegmentChunks;
+  auto& [ids, filled] = segments_[first];
+  const uint64_t count = std::min(catalog::kMapSegmentChunks, chunk_count_ - first);
+  if (ids.empty()) ids.assign(count, -1);
+  ids[index - first] = chunk_id;
+  ++filled;
+  ++done_chunks_;
+  done_bytes_ += std::min(chunk_size_, size_ - index * chunk_size_);
+  if (filled == count) {
+    const int64_t t0 = ThreadCpuNs();
+    WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, ids));
+    clock_.catalog += ThreadCpuNs() - t0;
+    segments_.erase(first);
+  }
+  return Status::Ok();
+}
+
+Status Snapshotter::OnHashed(Outcome& o) {
+  const int64_t t0 = ThreadCpuNs();
+  info_.bytes_read += o.length;
+  auto pending = pending_.find(o.digest);
+  if (pending != pending_.end()) {  // the same data is being encoded right now
+    pending->second.push_back(o.index);
+    buffers_->Put(o.buffer);
+    clock_.dedup += ThreadCpuNs() - t0;
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(std::optional<int64_t> known, catalog_.FindChunk(o.digest));
+  clock_.dedup += ThreadCpuNs() - t0;
+  if (known) {
+    buffers_->Put(o.buffer);
+    return Resolve(o.index, *known);
+  }
+  pending_[o.digest].push_back(o.index);
+  jobs_.Push(Job{Job::Kind::kEncode, o.index, o.buffer, o.length, o.digest});
+  return Status::Ok();
+}
+
+Status Snapshotter::OnEncoded(Outcome& o) {
+  int64_t t0 = ThreadCpuNs();
+  if (!pack_) WB_RETURN_IF_ERROR(StartPack());  // packs start with their first record
+  WB_ASSIGN_OR_RETURN(uint64_t offset, pack_->Append(o.record.data(), o.record.size()));
+  WB_FAILPOINT("snapshot.after-pack-write");
+  int64_t t1 = ThreadCpuNs();
+  clock_.write += t1 - t0;
+  catalog::ChunkRecord chunk;
+  chunk.digest = o.digest;
+  chunk.pack_id = pack_id_;
+  chunk.offset = offset;
+  chunk.stored_size = static_cast<uint32_t>(o.record.size() - kRecordHeaderSize);
+  chunk.raw_size = o.length;
+  WB_ASSIGN_OR_RETURN(int64_t id, catalog_.AddChunk(chunk));
+  clock_.catalog += ThreadCpuNs() - t1;
+  info_.chunks_new += 1;
+  info_.bytes_new += o.length;
+  info_.bytes_stored += o.record.size();
+  stored_since_commit_ += o.record.size();
+  {
+    std::lock_guard<std::mutex> lock(records_mu_);
+    spare_records_.push_back(std::move(o.record));
+  }
+  record_slots_.release();
+  auto waiting = pending_.find(o.digest);
+  std::vector<uint64_t> indices = std::move(waiting->second);
+  pending_.erase(waiting);
+  for (uint64_t index : indices)
+    WB_RETURN_IF_ERROR(Resolve(index, id));
+  return Commit(false);
+}
+
+void Snapshotter::Report(bool force) {
+  if (!options_.on_progress) return;
+  const auto now = Clock::now();
+  if (!force && now - last_report_ < options_.progress_interval) return;
+  last_report_ = now;
+  options_.on_progress(SnapshotProgress{done_bytes_, size_, info_.bytes_new, info_.bytes_stored,
+                                        now - start_, source_.Stats()});
+}
+
+Status Snapshotter::Coordinate() {
+  // After a failure of the source (or an interruption) the chunks already read are still
+  // finished and recorded, so that the next run finds them stored.
+  Status failure;
+  for (;;) {
+    if (failure.ok() && done_chunks_ == chunk_count_) return Status::Ok();
+    if (failure.ok() && CancellationRequested()) {
+      failure = Status::Cancelled("snapshot interrupted");
+      stop_ = true;  // the reader stops submitting; what it delivered is finished below
+    }
+    if (!failure.ok() && reader_done_.load() && done_chunks_ == chunks_delivered_.load()) {
+      return failure;
+    }
+    std::optional<Outcome> o = outcomes_.Pop();
+    if (!o) return failure.ok() ? Status::Internal("pipeline stopped early") : failure;
+    switch (o->kind) {
+      case Outcome::Kind::kError:
+        if (failure.ok()) failure = o->status;
+        break;
+      case Outcome::Kind::kReaderDone:
+        break;
+      case Outcome::Kind::kZero:
+        info_.bytes_read += o->length;
+        ++info_.chunks_zero;
+        WB_RETURN_IF_ERROR(Resolve(o->index, 0));
+        break;
+      case Outcome::Kind::kHashed:
+        WB_RETURN_IF_ERROR(OnHashed(*o));
+        break;
+      case Outcome::Kind::kEncoded:
+        WB_RETURN_IF_ERROR(OnEncoded(*o));
+        break;
+    }
+    Report(false);
+  }
+}
+
+void Snapshotter::Stop() {
+  stop_ = true;
+  buffers_->Close();
+  jobs_.Close();
+  record_slots_.release(workers_);  // no worker may stay blocked waiting for a record slot
+}
+
+Result<SnapshotResult> Snapshotter::Run() {
+  SnapshotResult result;
+  const SourceGeometry& geo = source_.geometry();
+  // A run that was interrupted (killed, power cut) left its snapshot "running": close it. The
+  // chunks it committed stay and are found by digest below.
+  {
+    WB_ASSIGN_OR_RETURN(auto txn, catalog_.Begin());
+    WB_ASSIGN_OR_RETURN(result.abandoned_runs, catalog_.AbandonRunningSnapshots());
+    info_.source = options_.source_name;
+    info_.tag = options_.tag;
+    char host[128] = {};
+    ::gethostname(host, sizeof host - 1);
+    info_.hostname = host;
+    info_.size_bytes = size_;
+    info_.block_size = geo.block_size;
+    info_.chunk_size = static_cast<uint32_t>(chunk_size_);
+    info_.started_unix_ms = UnixMs();
+    WB_ASSIGN_OR_RETURN(info_.id, catalog_.BeginSnapshot(info_));
+    WB_RETURN_IF_ERROR(txn->Commit());
+  }
+  info_.chunks_total = chunk_count_;
+
+  // Buffers: enough for the source's window and every worker, within the memory budget.
+  const size_t wanted = source_.preferred_in_flight() + 2 * static_cast<size_t>(workers_) + 2;
+  const size_t affordable =
+      std::max<size_t>(static_cast<size_t>(workers_) + 2,
+                       options_.max_memory / chunk_size_ > static_cast<uint64_t>(workers_) + 2
+                           ? static_cast<size_t>(options_.max_memory / chunk_size_ - workers_ - 2)
+                           : static_cast<size_t>(workers_) + 2);
+  buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
+  result.peak_buffer_bytes = (buffers_->count() + std::min(62, workers_ + 2)) * chunk_size_;
+
+  record_slots_.release(std::min(62, workers_ + 2));
+  WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
+  start_ = Clock::now();
+  std::thread reader([this] {
+    ReaderLoop();
+    reader_done_ = true;
+    outcomes_.Push(
+        Outcome{Outcome::Kind::kReaderDone, 0, nullptr, 0, {}, {}, {}});  // wakes the coordinator
+  });
+  std::vector<std::thread> workers;
+  for (int i = 0; i < workers_; ++i)
+    workers.emplace_back([this] { WorkerLoop(); });
+
+  Status status = chunk_count_ == 0 ? Status::Ok() : Coordinate();
+  Stop();
+  reader.join();
+  for (auto& w : workers)
+    w.join();
+
+  if (!status.ok()) {
+    // Keep what is durable for the next run: flush the pack and commit the chunks already
+    // recorded (never the snapshot itself), then mark the run failed.
+    Status keep = SyncPack();
+    if (keep.ok()) keep = txn_->Commit();
+    txn_.reset();
+    if (keep.ok()) {
+      if (auto t = catalog_.Begin(); t.ok()) {
+        if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
+      }
+    }
+    return status;
+  }
+  for (auto& [first, segment] : segments_) {  // only when the source was empty
+    WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, segment.first));
+  }
+  WB_FAILPOINT("snapshot.before-finish");
+  WB_RETURN_IF_ERROR(SyncPack());
+  info_.finished_unix_ms = UnixMs();
+  info_.status = catalog::SnapshotStatus::kComplete;
+  WB_RETURN_IF_ERROR(catalog_.FinishSnapshot(info_));
+  WB_RETURN_IF_ERROR(txn_->Commit());
+  txn_.reset();
+  WB_FAILPOINT("snapshot.after-finish");
+  Report(true);
+  result.info = info_;
+  result.stages = clock_.Seconds();
+  result.elapsed = Clock::now() - start_;
+  result.source = source_.Stats();
+  return result;
+}
+
+}  // namespace
+
+Result<SnapshotResult> TakeSnapshot(Repository& repo, BlockSource& source,
+                                    const SnapshotOptions& options) {
+  if (source.geometry().size_bytes == 0) return Status::InvalidArgument("the source is empty");
+  Snapshotter s(repo, source, options);
+  return s.Run();
+}
+
+}  // namespace wanbackup::pipeline

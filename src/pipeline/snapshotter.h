@@ -1,0 +1,65 @@
+// Taking a snapshot: the pipeline that reads a source into the repository.
+//
+//   reader thread    submits chunk-sized reads (LBA-aligned, last one short) to the BlockSource
+//                    and passes completed chunks on
+//   worker threads   (one per core) all-zero check and keyed BLAKE2b digest; then, for chunks the
+//                    repository does not hold yet, zstd and XChaCha20-Poly1305 into a record
+//   this thread      dedup (catalog + chunks in flight), appends records to the pack, records
+//                    chunks and map segments in the catalog, and commits: pack fsync first, then
+//                    the catalog transaction (docs/durability.md)
+// Memory: a fixed pool of chunk buffers (and as many record buffers as workers) bounds it,
+// whatever the source's size. An interrupted run leaves every committed chunk for the next run
+// to reuse; its snapshot never becomes visible.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "common/block_io.h"
+#include "common/result.h"
+#include "pipeline/repository.h"
+
+namespace wanbackup::pipeline {
+
+// CPU seconds per stage, summed over threads (for the benchmark's breakdown).
+struct StageTimes {
+  double zero = 0, digest = 0, dedup = 0, compress = 0, encrypt = 0, write = 0, catalog = 0;
+};
+
+struct SnapshotProgress {
+  uint64_t bytes_done = 0;  // read and fully processed
+  uint64_t bytes_total = 0;
+  uint64_t bytes_new = 0;     // new chunk data (before compression)
+  uint64_t bytes_stored = 0;  // added to packs
+  std::chrono::nanoseconds elapsed{0};
+  SourceStats source;
+};
+
+struct SnapshotOptions {
+  std::string source_name;
+  std::string tag;
+  uint64_t max_memory = 256ull << 20;    // for chunk and record buffers
+  int workers = 0;                       // 0: one per core
+  uint64_t pack_size = 512ull << 20;     // start a new pack past this size
+  uint64_t commit_bytes = 256ull << 20;  // commit at least this often (bytes stored) ...
+  std::chrono::milliseconds commit_interval{10000};  // ... or this often (time)
+  std::chrono::milliseconds progress_interval{500};
+  std::function<void(const SnapshotProgress&)> on_progress;  // called on the calling thread
+};
+
+struct SnapshotResult {
+  catalog::SnapshotInfo info;
+  StageTimes stages;
+  std::chrono::nanoseconds elapsed{0};
+  uint64_t peak_buffer_bytes = 0;
+  int abandoned_runs = 0;  // interrupted earlier runs found and closed
+  SourceStats source;
+};
+
+// REQUIRES: `repo` opened for writing.
+Result<SnapshotResult> TakeSnapshot(Repository& repo, BlockSource& source,
+                                    const SnapshotOptions& options);
+
+}  // namespace wanbackup::pipeline

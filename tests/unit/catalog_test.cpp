@@ -1,0 +1,147 @@
+#include "catalog/catalog.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+using wanbackup::StatusCode;
+using namespace wanbackup::catalog;
+
+namespace {
+
+struct TempDb {
+  TempDb() {
+    char tmpl[] = "/tmp/wb-catalog-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    path = dir + "/catalog.db";
+  }
+  ~TempDb() { std::system(("rm -rf " + dir).c_str()); }
+  std::string dir, path;
+};
+
+Digest D(uint8_t b) {
+  Digest d{};
+  d.fill(b);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("catalog: a new catalog has the current schema and reopens", "[catalog]") {
+  TempDb db;
+  {
+    auto c = Catalog::Open(db.path, true);
+    REQUIRE(c.ok());
+    CHECK((*c)->schema_version() == kSchemaVersion);
+  }
+  auto again = Catalog::Open(db.path, false);
+  REQUIRE(again.ok());
+  CHECK((*again)->schema_version() == kSchemaVersion);
+  CHECK(Catalog::Open(db.dir + "/missing.db", false).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("catalog: chunks are found by digest, and only committed work survives", "[catalog]") {
+  TempDb db;
+  auto c = std::move(Catalog::Open(db.path, true)).value();
+  {
+    auto txn = std::move(c->Begin()).value();
+    const int64_t pack = c->AddPack("aa00").value();
+    ChunkRecord chunk;
+    chunk.digest = D(1);
+    chunk.pack_id = pack;
+    chunk.offset = 32;
+    chunk.stored_size = 100;
+    chunk.raw_size = 4096;
+    const int64_t id = c->AddChunk(chunk).value();
+    CHECK(c->FindChunk(D(1)).value() == id);  // visible inside the transaction
+    REQUIRE(txn->Commit().ok());
+  }
+  {
+    auto txn = std::move(c->Begin()).value();
+    ChunkRecord other;
+    other.digest = D(2);
+    other.pack_id = 1;
+    REQUIRE(c->AddChunk(other).ok());
+    // txn destroyed without Commit: rolled back
+  }
+  CHECK(c->FindChunk(D(1)).value().has_value());
+  CHECK_FALSE(c->FindChunk(D(2)).value().has_value());
+  const ChunkRecord got = c->GetChunk(*c->FindChunk(D(1)).value()).value();
+  CHECK(got.offset == 32);
+  CHECK(got.raw_size == 4096);
+  CHECK(got.digest == D(1));
+  CHECK(c->GetChunk(999).status().code() == StatusCode::kCorruption);
+}
+
+TEST_CASE("catalog: a snapshot is invisible until finished, and a run left running is closed",
+          "[catalog]") {
+  TempDb db;
+  auto c = std::move(Catalog::Open(db.path, true)).value();
+  SnapshotInfo info;
+  info.source = "iscsi://h/t/1";
+  info.size_bytes = 3 * 4096 + 100;
+  info.block_size = 1;
+  info.chunk_size = 4096;
+  int64_t first = 0;
+  {
+    auto txn = std::move(c->Begin()).value();
+    first = c->BeginSnapshot(info).value();
+    REQUIRE(txn->Commit().ok());
+  }
+  CHECK(c->Snapshots(false).value().empty());
+  CHECK(c->Snapshots(true).value().size() == 1);
+  {
+    auto txn = std::move(c->Begin()).value();
+    REQUIRE(c->PutMapSegment(first, 0, {1, 0, 1, 2}).ok());
+    info.id = first;
+    info.finished_unix_ms = 42;
+    info.chunks_total = 4;
+    REQUIRE(c->FinishSnapshot(info).ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  auto done = c->Snapshots(false).value();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].status == SnapshotStatus::kComplete);
+  CHECK(done[0].chunks_total == 4);
+  std::vector<int64_t> seen;
+  REQUIRE(c->ForEachMapSegment(first, [&](uint64_t, const std::vector<int64_t>& ids) {
+             seen = ids;
+             return wanbackup::Status::Ok();
+           }).ok());
+  CHECK(seen == std::vector<int64_t>{1, 0, 1, 2});
+
+  int64_t second = 0;
+  {
+    auto txn = std::move(c->Begin()).value();
+    second = c->BeginSnapshot(info).value();
+    REQUIRE(c->PutMapSegment(second, 0, {1, 1, 1, 1}).ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  {
+    auto txn = std::move(c->Begin()).value();
+    CHECK(c->AbandonRunningSnapshots().value() == 1);
+    REQUIRE(txn->Commit().ok());
+  }
+  CHECK(c->GetSnapshot(second).value().status == SnapshotStatus::kFailed);
+  CHECK(c->Snapshots(false).value().size() == 1);
+}
+
+TEST_CASE("catalog: a map with a missing segment is reported as corruption", "[catalog]") {
+  TempDb db;
+  auto c = std::move(Catalog::Open(db.path, true)).value();
+  SnapshotInfo info;
+  info.source = "x";
+  info.size_bytes = (kMapSegmentChunks + 10) * 512;
+  info.chunk_size = 512;
+  auto txn = std::move(c->Begin()).value();
+  const int64_t id = c->BeginSnapshot(info).value();
+  REQUIRE(c->PutMapSegment(id, kMapSegmentChunks, std::vector<int64_t>(10, 0)).ok());
+  REQUIRE(txn->Commit().ok());
+  auto s = c->ForEachMapSegment(
+      id, [](uint64_t, const std::vector<int64_t>&) { return wanbackup::Status::Ok(); });
+  CHECK(s.code() == StatusCode::kCorruption);
+  CHECK(s.message().find("missing") != std::string::npos);
+}
