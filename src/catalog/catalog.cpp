@@ -59,18 +59,6 @@ CREATE TABLE snapshot_maps (
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
-const char* StatusName(SnapshotStatus s) {
-  switch (s) {
-    case SnapshotStatus::kRunning:
-      return "running";
-    case SnapshotStatus::kComplete:
-      return "complete";
-    case SnapshotStatus::kFailed:
-      return "failed";
-  }
-  return "failed";
-}
-
 SnapshotStatus StatusFromName(const std::string& s) {
   if (s == "running") return SnapshotStatus::kRunning;
   if (s == "complete") return SnapshotStatus::kComplete;
