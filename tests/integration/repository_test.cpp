@@ -57,13 +57,16 @@ nlohmann::json Json(const RunResult& r) {
   return nlohmann::json::parse(r.out);
 }
 
-bool Same(const std::string& a, const std::string& b) { return Run({"cmp", a, b}).exit_code == 0; }
+bool Same(const std::string& a, const std::string& b) {
+  return Run({"cmp", a, b}).exit_code == 0;
+}
 
 // An image with text (compressible), zeros, noise (incompressible) and an odd tail.
 void MakeImage(const std::string& path, uint64_t seed, size_t chunks = 12) {
   std::ofstream out(path, std::ios::binary);
   std::string text;
-  while (text.size() < (4u << 20)) text += "the snapshot of a disk, read over a long link, seed " + std::to_string(seed) + "\n";
+  while (text.size() < (4u << 20))
+    text += "the snapshot of a disk, read over a long link, seed " + std::to_string(seed) + "\n";
   text.resize(4u << 20);
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
   for (size_t c = 0; c < chunks; ++c) {
@@ -109,26 +112,30 @@ void DamagePack(const std::string& repo) {
 
 }  // namespace
 
-TEST_CASE("repository: LUNs read through the WAN restore bit-exact, and an unchanged LUN stores nothing",
-          "[repository][integration]") {
+TEST_CASE(
+    "repository: LUNs read through the WAN restore bit-exact, and an unchanged LUN stores nothing",
+    "[repository][integration]") {
   LinkScope link;
   const Testbed& bed = Testbed::Get();
   bed.Wan("set delay=20ms");
   Scratch s;
   Init(s);
   for (int lun : {1, 2}) {
-    const std::string url = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/" + std::to_string(lun);
+    const std::string url =
+        "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/" + std::to_string(lun);
     const std::string prefix = "LUN" + std::to_string(lun) + "_";
     auto first = Json(bed.Wanbackup({"snapshot", url, "--repo", s.repo, "--json"}, WithPass()));
     CHECK(first["size_bytes"].get<uint64_t>() == std::stoull(bed.Var(prefix + "SIZE")));
     CHECK(first["block_size"].get<int>() == std::stoi(bed.Var(prefix + "BLOCK")));
     const std::string out = s.dir + "/lun" + std::to_string(lun) + ".img";
-    Json(Local({"restore", std::to_string(first["snapshot"].get<int>()), "--to", out, "--repo", s.repo, "--json"}));
+    Json(Local({"restore", std::to_string(first["snapshot"].get<int>()), "--to", out, "--repo",
+                s.repo, "--json"}));
     CHECK(Same(out, bed.Var(prefix + "FILE")));
   }
-  auto again = Json(bed.Wanbackup(
-      {"snapshot", "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/1", "--repo", s.repo, "--json"},
-      WithPass()));
+  auto again = Json(
+      bed.Wanbackup({"snapshot", "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/1",
+                     "--repo", s.repo, "--json"},
+                    WithPass()));
   CHECK(again["chunks_new"].get<int>() == 0);
   CHECK(again["bytes_stored"].get<int>() == 0);
 }
@@ -142,7 +149,8 @@ TEST_CASE("repository: zero, compressible and incompressible data restore bit-ex
   auto snap = Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
   CHECK(snap["chunks_zero"].get<int>() == 4);
   CHECK(snap["bytes_stored"].get<uint64_t>() < snap["bytes_new"].get<uint64_t>());
-  auto restored = Json(Local({"restore", "latest", "--to", out, "--repo", s.repo, "--verify", "--json"}));
+  auto restored =
+      Json(Local({"restore", "latest", "--to", out, "--repo", s.repo, "--verify", "--json"}));
   CHECK(restored["verified"] == true);
   CHECK(Same(out, image));
   struct stat st {};
@@ -153,15 +161,18 @@ TEST_CASE("repository: zero, compressible and incompressible data restore bit-ex
   RunResult streamed = Local({"restore", "latest", "--to", "-", "--repo", s.repo, "-q"});
   REQUIRE(streamed.exit_code == 0);
   std::ifstream in(image, std::ios::binary);
-  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string original((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   CHECK(streamed.out == original);
 }
 
-TEST_CASE("repository: a SIGKILL at any point leaves earlier snapshots restorable and the next run reuses stored chunks",
-          "[repository][integration]") {
-  for (const char* point : {"snapshot.after-pack-write:2", "snapshot.before-pack-sync:2",
-                            "snapshot.after-pack-sync:2", "snapshot.after-commit:2",
-                            "snapshot.before-finish", "snapshot.after-finish"}) {
+TEST_CASE(
+    "repository: a SIGKILL at any point leaves earlier snapshots restorable and the next run "
+    "reuses stored chunks",
+    "[repository][integration]") {
+  for (const char* point :
+       {"snapshot.after-pack-write:2", "snapshot.before-pack-sync:2", "snapshot.after-pack-sync:2",
+        "snapshot.after-commit:2", "snapshot.before-finish", "snapshot.after-finish"}) {
     INFO("killed at " << point);
     Scratch s;
     Init(s);
@@ -172,7 +183,8 @@ TEST_CASE("repository: a SIGKILL at any point leaves earlier snapshots restorabl
 
     RunOptions crash = WithPass();
     crash.env["WANBACKUP_FAILPOINT"] = point;
-    RunResult killed = Local({"snapshot", image, "--repo", s.repo, "--checkpoint-bytes", "1M"}, crash);
+    RunResult killed =
+        Local({"snapshot", image, "--repo", s.repo, "--checkpoint-bytes", "1M"}, crash);
     CHECK(killed.exit_code == -1);  // died by the signal
 
     // The earlier snapshot is intact.
@@ -186,7 +198,8 @@ TEST_CASE("repository: a SIGKILL at any point leaves earlier snapshots restorabl
       CHECK(next["chunks_new"].get<int>() < 8);  // some of the 8 non-zero chunks were reused
     }
     if (p == "snapshot.after-finish") CHECK(next["chunks_new"].get<int>() == 0);
-    Json(Local({"restore", "latest", "--to", s.dir + "/image-out.img", "--repo", s.repo, "--json"}));
+    Json(
+        Local({"restore", "latest", "--to", s.dir + "/image-out.img", "--repo", s.repo, "--json"}));
     CHECK(Same(s.dir + "/image-out.img", image));
     Json(Local({"verify", "--repo", s.repo, "--json"}));
   }
@@ -214,7 +227,8 @@ TEST_CASE("repository: a damaged pack is found by verify with its range, and res
   CHECK(restore.err.find("snapshot 1 bytes ") != std::string::npos);
 }
 
-TEST_CASE("repository: a wrong passphrase is refused and changes nothing", "[repository][integration]") {
+TEST_CASE("repository: a wrong passphrase is refused and changes nothing",
+          "[repository][integration]") {
   Scratch s;
   Init(s);
   const std::string image = s.dir + "/image.img";
@@ -243,18 +257,23 @@ TEST_CASE("repository: a changed passphrase or key file takes over from the old 
   change.env["WANBACKUP_NEW_PASSWORD"] = "second-pass";
   REQUIRE(Local({"key", "change", "--repo", s.repo}, change).exit_code == 0);
   CHECK(Local({"snapshots", "--repo", s.repo}).exit_code == 5);
-  Json(Local({"restore", "1", "--to", s.dir + "/a.img", "--repo", s.repo, "--json"}, WithPass("second-pass")));
+  Json(Local({"restore", "1", "--to", s.dir + "/a.img", "--repo", s.repo, "--json"},
+             WithPass("second-pass")));
   CHECK(Same(s.dir + "/a.img", image));
   const std::string key = s.dir + "/repo.key";
-  REQUIRE(Local({"key", "change", "--repo", s.repo, "--new-key-file", key}, WithPass("second-pass")).exit_code == 0);
+  REQUIRE(Local({"key", "change", "--repo", s.repo, "--new-key-file", key}, WithPass("second-pass"))
+              .exit_code == 0);
   struct stat st {};
   REQUIRE(::stat(key.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  Json(Local({"restore", "1", "--to", s.dir + "/b.img", "--repo", s.repo, "--key-file", key, "--json"}, RunOptions{}));
+  Json(Local(
+      {"restore", "1", "--to", s.dir + "/b.img", "--repo", s.repo, "--key-file", key, "--json"},
+      RunOptions{}));
   CHECK(Same(s.dir + "/b.img", image));
 }
 
-TEST_CASE("repository: key-file and unencrypted repositories work end to end", "[repository][integration]") {
+TEST_CASE("repository: key-file and unencrypted repositories work end to end",
+          "[repository][integration]") {
   Scratch s;
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 6, 3);
@@ -264,13 +283,16 @@ TEST_CASE("repository: key-file and unencrypted repositories work end to end", "
   RunResult no_key = Local({"snapshots", "--repo", s.repo}, RunOptions{});
   CHECK(no_key.exit_code == 2);
   CHECK(no_key.err.find("--key-file") != std::string::npos);
-  Json(Local({"restore", "latest", "--to", s.dir + "/k.img", "--repo", s.repo, "--key-file", key, "--json"}, RunOptions{}));
+  Json(Local({"restore", "latest", "--to", s.dir + "/k.img", "--repo", s.repo, "--key-file", key,
+              "--json"},
+             RunOptions{}));
   CHECK(Same(s.dir + "/k.img", image));
 
   const std::string plain = s.dir + "/plain";
   REQUIRE(Local({"init", plain, "--insecure-no-encryption"}, RunOptions{}).exit_code == 0);
   Json(Local({"snapshot", image, "--repo", plain, "--json"}, RunOptions{}));
-  Json(Local({"restore", "latest", "--to", s.dir + "/p.img", "--repo", plain, "--json"}, RunOptions{}));
+  Json(Local({"restore", "latest", "--to", s.dir + "/p.img", "--repo", plain, "--json"},
+             RunOptions{}));
   CHECK(Same(s.dir + "/p.img", image));
   DamagePack(plain);
   CHECK(Local({"verify", "--repo", plain}, RunOptions{}).exit_code == 3);  // digests still catch it
@@ -285,7 +307,9 @@ TEST_CASE("repository: two snapshots at once: the second is refused with a clear
   Init(s);
   const std::string url = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/1";
   RunResult first;
-  std::thread slow([&] { first = bed.Wanbackup({"snapshot", url, "--repo", s.repo, "--json"}, WithPass()); });
+  std::thread slow([&] {
+    first = bed.Wanbackup({"snapshot", url, "--repo", s.repo, "--json"}, WithPass());
+  });
   RunResult second;
   for (int i = 0; i < 40; ++i) {  // until the first holds the lock
     std::this_thread::sleep_for(250ms);
