@@ -39,14 +39,17 @@ Status RunInit(InitCommandOptions opts) {
       return Status::InvalidArgument("--insecure-no-encryption takes no passphrase or key file");
     }
     init.mode = pipeline::EncryptionMode::kNone;
-  } else if (!opts.repo.key_file.empty()) {
-    init.mode = pipeline::EncryptionMode::kKeyFile;
-    init.credentials.key_file = opts.repo.key_file;
   } else {
-    init.mode = pipeline::EncryptionMode::kPassphrase;
-    WB_ASSIGN_OR_RETURN(init.credentials.passphrase,
-                        ReadPassphrase(opts.repo.password_file, "WANBACKUP_PASSWORD",
-                                       "Passphrase for the new repository: ", true));
+    opts.repo = WithEnvironment(opts.repo);
+    if (!opts.repo.key_file.empty()) {
+      init.mode = pipeline::EncryptionMode::kKeyFile;
+      init.credentials.key_file = opts.repo.key_file;
+    } else {
+      init.mode = pipeline::EncryptionMode::kPassphrase;
+      WB_ASSIGN_OR_RETURN(init.credentials.passphrase,
+                          ReadPassphrase(opts.repo.password_file, "WANBACKUP_PASSWORD",
+                                         "Passphrase for the new repository: ", true));
+    }
   }
   WB_RETURN_IF_ERROR(pipeline::Repository::Init(path, init));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));

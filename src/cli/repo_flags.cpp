@@ -49,6 +49,14 @@ Result<Secret> PromptSecret(const std::string& prompt) {
 
 }  // namespace
 
+RepoFlags WithEnvironment(RepoFlags flags) {
+  if (flags.key_file.empty() && flags.password_file.empty()) {
+    flags.key_file = EnvOr("", "WANBACKUP_KEY_FILE");
+    flags.password_file = EnvOr("", "WANBACKUP_PASSWORD_FILE");
+  }
+  return flags;
+}
+
 void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
   const char* group = "Repository";
   command->add_option("-r,--repo", flags->repo, "repository directory (or $WANBACKUP_REPO)")
@@ -97,12 +105,12 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   pipeline::Credentials credentials;
-  credentials.key_file = EnvOr(flags.key_file, "WANBACKUP_KEY_FILE");
+  const RepoFlags resolved = WithEnvironment(flags);
+  credentials.key_file = resolved.key_file;
   if (config.mode == pipeline::EncryptionMode::kPassphrase) {
-    WB_ASSIGN_OR_RETURN(
-        credentials.passphrase,
-        ReadPassphrase(EnvOr(flags.password_file, "WANBACKUP_PASSWORD_FILE"), "WANBACKUP_PASSWORD",
-                       "Passphrase for " + path + ": ", false));
+    WB_ASSIGN_OR_RETURN(credentials.passphrase,
+                        ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
+                                       "Passphrase for " + path + ": ", false));
   }
   return pipeline::Repository::Open(path, credentials, mode);
 }

@@ -25,6 +25,10 @@ struct RepoFlags {
 };
 
 void AddRepoFlags(CLI::App* command, RepoFlags* flags);
+
+// `flags` with what the environment supplies where no flag was given. A flag beats any variable,
+// and a key file beats a passphrase file only when both come from the same place.
+RepoFlags WithEnvironment(RepoFlags flags);
 Result<std::string> RepoPath(const RepoFlags& flags);
 
 // Reads a passphrase: `file`, else $`env_var`, else the terminal (asking twice when `confirm`).

@@ -357,3 +357,30 @@ TEST_CASE("repository: restore to a block device checks its size and that nobody
   Run({"losetup", "-d", big});
   Run({"losetup", "-d", small});
 }
+
+TEST_CASE("repository: init and the other commands take repository and secrets from the environment",
+          "[repository][integration]") {
+  Scratch s;
+  const std::string image = s.dir + "/image.img";
+  MakeImage(image, 7, 2);
+  const std::string pass_file = s.dir + "/pass";
+  std::ofstream(pass_file) << "from-a-file\n";
+  RunOptions env;
+  env.env["WANBACKUP_REPO"] = s.repo;
+  env.env["WANBACKUP_PASSWORD_FILE"] = pass_file;
+  REQUIRE(Local({"init"}, env).exit_code == 0);
+  Json(Local({"snapshot", image, "--json"}, env));
+  CHECK(Local({"snapshots"}, WithPass("from-a-file")).exit_code == 2);  // no repository named
+  RunOptions by_env_pass = WithPass("from-a-file");
+  by_env_pass.env["WANBACKUP_REPO"] = s.repo;
+  Json(Local({"restore", "latest", "--to", s.dir + "/e.img", "--json"}, by_env_pass));
+  CHECK(Same(s.dir + "/e.img", image));
+
+  // A key file named only by $WANBACKUP_KEY_FILE makes init create a key-file repository.
+  const std::string keyed = s.dir + "/keyed";
+  RunOptions key_env;
+  key_env.env["WANBACKUP_KEY_FILE"] = s.dir + "/env.key";
+  REQUIRE(Local({"init", keyed, "--json"}, key_env).exit_code == 0);
+  CHECK(Json(Local({"snapshots", "--repo", keyed, "--json"}, key_env)).empty());
+  CHECK(std::filesystem::exists(s.dir + "/env.key"));
+}
