@@ -358,8 +358,9 @@ TEST_CASE("repository: restore to a block device checks its size and that nobody
   Run({"losetup", "-d", small});
 }
 
-TEST_CASE("repository: init and the other commands take repository and secrets from the environment",
-          "[repository][integration]") {
+TEST_CASE(
+    "repository: init and the other commands take repository and secrets from the environment",
+    "[repository][integration]") {
   Scratch s;
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 7, 2);
