@@ -67,6 +67,10 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
   if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
   sink->regular_ = true;
   sink->zeros_free_ = true;
+  if (!exists) {
+    const size_t slash = path.find_last_of('/');
+    sink->created_in_ = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  }
   return sink;
 }
 
@@ -102,6 +106,16 @@ Status FileSink::Finish(uint64_t total_size) {
   }
   if ((regular_ || block_device_) && ::fsync(fd_) != 0) {
     return Status::FromErrno(errno, "flushing " + name_ + " to stable storage");
+  }
+  if (!created_in_.empty()) {
+    // A new file's name is durable only once its directory is.
+    const int dir = ::open(created_in_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0 || ::fsync(dir) != 0) {
+      const int err = errno;
+      if (dir >= 0) ::close(dir);
+      return Status::FromErrno(err, "flushing the directory " + created_in_);
+    }
+    ::close(dir);
   }
   if (owns_fd_) {
     const int fd = fd_;

@@ -43,7 +43,8 @@ class FileSink : public BlockSink {
   bool zeros_free_ = false;
   bool regular_ = false;
   bool block_device_ = false;
-  uint64_t position_ = 0;  // sequential sinks: the next offset expected
+  std::string created_in_;  // directory of a file this sink created: synced by Finish
+  uint64_t position_ = 0;   // sequential sinks: the next offset expected
 };
 
 }  // namespace wanbackup::pipeline

@@ -339,9 +339,15 @@ Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
   uint8_t raw[16];
   randombytes_buf(raw, sizeof raw);
   const std::string name = ToHex(raw, sizeof raw);
-  WB_RETURN_IF_ERROR(MakeDir(Join(Join(path_, "packs"), name.substr(0, 2))));
+  const std::string packs = Join(path_, "packs");
+  const std::string prefix = Join(packs, name.substr(0, 2));
+  WB_RETURN_IF_ERROR(MakeDir(prefix));
   WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer,
                       PackWriter::Create(PackPath(name), config_.id));
+  // The pack's name must survive a power loss as surely as its data will (fdatasync covers
+  // only the file): sync both directories before the catalog can ever name it.
+  WB_RETURN_IF_ERROR(SyncDir(prefix));
+  WB_RETURN_IF_ERROR(SyncDir(packs));
   WB_ASSIGN_OR_RETURN(*pack_id, catalog_->AddPack(name));
   std::lock_guard<std::mutex> lock(packs_mu_);
   pack_names_[*pack_id] = name;
