@@ -146,7 +146,8 @@ int64_t StartSnapshot(Catalog* catalog, uint64_t chunks, int n) {
 void WriteMap(Catalog* catalog, Builder& b, int64_t snap, const std::vector<int64_t>& map,
               uint64_t chunks, int n) {
   for (uint64_t first = 0; first < map.size(); first += wanbackup::catalog::kMapSegmentChunks) {
-    const uint64_t end = std::min<uint64_t>(map.size(), first + wanbackup::catalog::kMapSegmentChunks);
+    const uint64_t end =
+        std::min<uint64_t>(map.size(), first + wanbackup::catalog::kMapSegmentChunks);
     std::vector<int64_t> seg(map.begin() + static_cast<long>(first),
                              map.begin() + static_cast<long>(end));
     Check(catalog->PutMapSegment(snap, first, seg), "PutMapSegment");
@@ -221,11 +222,12 @@ int main(int argc, char** argv) {
   if (!opened.ok()) Die("Open: " + opened.status().ToString());
   Catalog* catalog = opened->get();
   Builder b(catalog, o.batch);
-  std::printf("catalog-scale: %llu chunks of 4 MiB (%.1f TiB LUN), %d snapshots, %.1f %% changed "
-              "per snapshot, transactions of %llu chunks, in %s\n",
-              static_cast<unsigned long long>(o.chunks),
-              static_cast<double>(o.chunks) * kChunkSize / (1ull << 40), o.snapshots,
-              o.change * 100, static_cast<unsigned long long>(o.batch), path.c_str());
+  std::printf(
+      "catalog-scale: %llu chunks of 4 MiB (%.1f TiB LUN), %d snapshots, %.1f %% changed "
+      "per snapshot, transactions of %llu chunks, in %s\n",
+      static_cast<unsigned long long>(o.chunks),
+      static_cast<double>(o.chunks) * kChunkSize / (1ull << 40), o.snapshots, o.change * 100,
+      static_cast<unsigned long long>(o.batch), path.c_str());
 
   // Snapshot 1: a quarter of the chunks all-zero (id 0) in extents of 64, the others new.
   std::vector<int64_t> map(o.chunks, 0);
@@ -238,11 +240,12 @@ int main(int argc, char** argv) {
   WriteMap(catalog, b, snap, map, o.chunks, 1);
   const double first_s = Seconds(t);
   const uint64_t first_chunks = b.digests().size();
-  std::printf("snapshot 1: %llu new chunks and the map in %.1f s (%.2f us per chunk); catalog "
-              "%.1f MiB\n",
-              static_cast<unsigned long long>(first_chunks), first_s,
-              first_s * 1e6 / static_cast<double>(o.chunks),
-              static_cast<double>(FileBytes(path)) / (1 << 20));
+  std::printf(
+      "snapshot 1: %llu new chunks and the map in %.1f s (%.2f us per chunk); catalog "
+      "%.1f MiB\n",
+      static_cast<unsigned long long>(first_chunks), first_s,
+      first_s * 1e6 / static_cast<double>(o.chunks),
+      static_cast<double>(FileBytes(path)) / (1 << 20));
 
   uint64_t misses = 0;
   const std::vector<Digest> first_digests = b.digests();
@@ -270,16 +273,17 @@ int main(int argc, char** argv) {
   const double later_max = later.empty() ? 0 : later.back();
   auto stats = catalog->Stats();
   if (!stats.ok()) Die("Stats: " + stats.status().ToString());
-  std::printf("snapshots 2..%d: %llu new chunks and a full map each: median %.2f s, slowest %.2f "
-              "s\n",
-              o.snapshots, static_cast<unsigned long long>(per_snapshot), later_median, later_max);
-  std::printf("catalog: %llu chunks, %llu packs, %llu snapshots, %.1f MiB on disk (%.1f bytes "
-              "per chunk)\n",
-              static_cast<unsigned long long>(stats->chunks),
-              static_cast<unsigned long long>(stats->packs),
-              static_cast<unsigned long long>(stats->snapshots),
-              static_cast<double>(FileBytes(path)) / (1 << 20),
-              static_cast<double>(FileBytes(path)) / static_cast<double>(stats->chunks));
+  std::printf(
+      "snapshots 2..%d: %llu new chunks and a full map each: median %.2f s, slowest %.2f "
+      "s\n",
+      o.snapshots, static_cast<unsigned long long>(per_snapshot), later_median, later_max);
+  std::printf(
+      "catalog: %llu chunks, %llu packs, %llu snapshots, %.1f MiB on disk (%.1f bytes "
+      "per chunk)\n",
+      static_cast<unsigned long long>(stats->chunks), static_cast<unsigned long long>(stats->packs),
+      static_cast<unsigned long long>(stats->snapshots),
+      static_cast<double>(FileBytes(path)) / (1 << 20),
+      static_cast<double>(FileBytes(path)) / static_cast<double>(stats->chunks));
 
   // What the next snapshot and a restore do with a full catalog.
   lookup_s = LookupAll(catalog, first_digests, &misses);

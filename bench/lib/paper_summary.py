@@ -24,7 +24,8 @@ def median(delay, series):
 
 # Models (docs/performance.md): the paper's serialized READ, throughput = B / (4d + B/S), and our
 # pipelined one, min(S, C * W / RTT). S: TCP goodput of the link; W: what one connection from
-# tgt carries per round trip; C: autotune's starting connection count.
+# tgt carries per round trip alone; C: autotune's starting connection count (which assumes a
+# connection sharing a busy link carries only 0.5 MB per round trip).
 S = 117.0e6 if rate.lower() in ("1gbit", "1000mbit") else float("nan")
 W = 2.5e6
 
@@ -36,7 +37,7 @@ def paper_model(delay_ms, b):
 
 def pipelined_model(delay_ms):
     rtt = max(2 * delay_ms / 1e3, 1e-4)
-    c = min(16, max(2, math.ceil(1.25 * 125e6 * rtt / W)))
+    c = min(16, max(4, math.ceil(125e6 * rtt / 0.5e6)))  # autotune's starting C
     return min(S, c * W / rtt) / 1e6
 
 

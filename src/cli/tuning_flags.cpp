@@ -47,11 +47,13 @@ std::string AutotuneHelp() {
          "  wanbackup measures the round trip (RTT) and keeps N READs of B bytes in flight on\n"
          "  each of C connections, so the link never waits for a command: B = 4 MiB; N = enough\n"
          "  for twice what one TCP connection from the target carries per round trip (about\n"
-         "  2.5 MB), i.e. 3. C is 1 below 2 ms RTT, else twice what 1 Gbit/s needs at that\n"
-         "  RTT (at least 4, at most 16); while reading, C grows by half as long as each step\n"
-         "  raises throughput by 10% or more. A new connection's READs start at 32 KiB and\n"
-         "  double per completion up to B. C x (N+1) x B stays within --max-memory (N shrinks\n"
-         "  first, then C, then B). Any value given on the command line is used as is.\n";
+         "  2.5 MB), i.e. 3. C is 1 below 2 ms RTT, else what 1 Gbit/s needs at that RTT\n"
+         "  when a connection sharing a busy link carries 0.5 MB per round trip: 125 MB/s x\n"
+         "  RTT / 0.5 MB, at least 4, at most 16 (8 at 32 ms RTT); while reading, C grows by\n"
+         "  half as long as each step raises throughput by 20% or more. A new connection's\n"
+         "  READs start at 32 KiB and double per completion up to B. C x (N+1) x B stays\n"
+         "  within --max-memory (N shrinks first, then C, then B). Any value given on the\n"
+         "  command line is used as is.\n";
 }
 
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options) {

@@ -34,7 +34,7 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
       c = 1;  // one connection fills the link; more only cost CPU
     } else {
       c = static_cast<int>(
-          std::ceil(kConnectionHeadroom * kAssumedLinkBytesPerSecond * rtt_s / kWindowBytesPerRtt));
+          std::ceil(kAssumedLinkBytesPerSecond * rtt_s / kSharedWindowBytesPerRtt));
       c = std::clamp(c, kMinWanConnections, kMaxConnections);
     }
   }
@@ -84,8 +84,15 @@ ConnectionScaler::ConnectionScaler(int start, int max, double min_gain)
   settled_ = start >= max_;
 }
 
-int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second) {
+int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second,
+                                    double per_connection_ceiling) {
   if (settled_) return connections;
+  if (per_connection_ceiling > 0 && connections > 0 &&
+      bytes_per_second / connections < kPlateauShare * per_connection_ceiling) {
+    settled_ = true;  // connections are not the limit: the link or the target is
+    best_rate_ = std::max(best_rate_, bytes_per_second);
+    return connections;
+  }
   if (best_rate_ > 0 && bytes_per_second < best_rate_ * min_gain_) {
     settled_ = true;  // the last step did not pay: the link is full, or the target is the limit
     best_rate_ = std::max(best_rate_, bytes_per_second);

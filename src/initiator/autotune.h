@@ -9,11 +9,14 @@
 //     N = ceil(2·W / B) + 1 commands, at least 2: more than it can carry, so it never waits
 //     for us. A new connection's READs start at 32 KiB and double per completion up to B.
 //   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
-//     else at twice what a 1 Gbit/s link needs,
-//     C = ceil(2 · 125 MB/s · RTT / W), at least 4, at most 16. While reading, ConnectionScaler
-//     adds half again as many as long as each step raises throughput by 10 % or more (measured
-//     over at least 1 s or 8 RTT, after the start-up ramp): more connections share a lossy link
-//     better than a few, until the link is full or the target is the limit.
+//     else at what a 1 Gbit/s link needs when each connection carries only Ws = 0.5 MB per
+//     round trip — what one tgt connection was measured to carry once several share a full,
+//     lossy link (the 2.5 MB above is its ceiling alone):
+//     C = ceil(125 MB/s · RTT / Ws), at least 4, at most 16 (8 at 32 ms RTT, 16 from 64 ms).
+//     While reading, ConnectionScaler adds half again as many as long as each step raises
+//     throughput by 20 % or more (measured over at least 1 s or 8 RTT, after the start-up
+//     ramp); a smaller bar let the ramp's own growth pass for a gain and added connections
+//     that cost throughput.
 //   - Each connection needs (N + 1)·B of buffers (one waiting spare). If C·(N+1)·B exceeds the
 //     buffer budget (--max-memory less what the program itself needs), N shrinks first (to 1),
 //     then C, then B (to 256 KiB).
@@ -29,7 +32,7 @@ inline constexpr uint64_t kDefaultIoSize = 4 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;
 inline constexpr double kWindowBytesPerRtt = 2.5e6;
-inline constexpr double kConnectionHeadroom = 2.0;
+inline constexpr double kSharedWindowBytesPerRtt = 0.5e6;
 inline constexpr double kShortRttSeconds = 0.002;
 inline constexpr int kMinWanConnections = 4;
 inline constexpr double kAssumedLinkBytesPerSecond = 125e6;
@@ -66,13 +69,18 @@ struct TuningPlan {
 TuningPlan PlanTransfer(const TuningRequest& request);
 
 // Adds connections while they help: half again as many each step, as long as the previous step
-// raised throughput by `min_gain`. Feed it the throughput of each measurement window during
-// which every connection was up, past its start-up ramp, and had work queued.
+// raised throughput by `min_gain`, and only while the connections are at their own plateau —
+// each carrying at least half of `per_connection_ceiling` (what one connection can carry alone,
+// W / RTT). Connections well below that are not what limits the transfer (the link or the
+// target is), and more of them only add loss. Feed it the throughput of each measurement window
+// during which every connection was up, past its start-up ramp, and had work queued.
+inline constexpr double kPlateauShare = 0.5;
+
 class ConnectionScaler {
  public:
-  ConnectionScaler(int start, int max, double min_gain = 1.10);
-  // Returns how many connections to have now (>= `connections`).
-  int OnMeasurement(int connections, double bytes_per_second);
+  ConnectionScaler(int start, int max, double min_gain = 1.20);
+  // Returns how many connections to have now (>= `connections`). A ceiling of 0: unknown.
+  int OnMeasurement(int connections, double bytes_per_second, double per_connection_ceiling = 0);
   bool settled() const { return settled_; }
   double best_rate() const { return best_rate_; }
 

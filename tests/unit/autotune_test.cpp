@@ -24,14 +24,15 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(100us)).connections == 1);
   CHECK(PlanTransfer(Lun(1900us)).connections == 1);
   CHECK(PlanTransfer(Lun(2100us)).connections == 4);
-  CHECK(PlanTransfer(Lun(30ms)).connections == 4);
-  CHECK(PlanTransfer(Lun(62ms)).connections == 7);
-  CHECK(PlanTransfer(Lun(105ms)).connections == 11);
+  CHECK(PlanTransfer(Lun(8ms)).connections == 4);
+  CHECK(PlanTransfer(Lun(30ms)).connections == 8);
+  CHECK(PlanTransfer(Lun(62ms)).connections == 16);
+  CHECK(PlanTransfer(Lun(105ms)).connections == 16);
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
 TEST_CASE("autotune: 4 MiB READs three deep per connection by default", "[autotune]") {
-  const TuningPlan p = PlanTransfer(Lun(64ms));
+  const TuningPlan p = PlanTransfer(Lun(32ms));
   CHECK(p.io_size == 4u << 20);
   CHECK(p.queue_depth == 3);
   CHECK(p.adapt_connections);
@@ -75,7 +76,7 @@ TEST_CASE("autotune: READs never exceed the LUN's transfer limit nor the LUN its
   CHECK(PlanTransfer(odd).io_size % 4096 == 0);
 }
 
-TEST_CASE("connection scaler: adds half again as many while each step pays 10 percent",
+TEST_CASE("connection scaler: adds half again as many while each step pays 20 percent",
           "[autotune]") {
   ConnectionScaler s(4, 16);
   CHECK(s.OnMeasurement(4, 80e6) == 6);
@@ -83,6 +84,18 @@ TEST_CASE("connection scaler: adds half again as many while each step pays 10 pe
   CHECK(s.OnMeasurement(9, 105e6) == 9);  // +5 %: the link is full
   CHECK(s.settled());
   CHECK(s.best_rate() == Approx(105e6));
+}
+
+TEST_CASE("connection scaler: adds connections only while each is near its own ceiling",
+          "[autotune]") {
+  // 32 ms RTT: one tgt connection alone carries about 2.5 MB / 32 ms = 78 MB/s.
+  const double ceiling = wanbackup::initiator::kWindowBytesPerRtt / 0.032;
+  ConnectionScaler full(9, 16);
+  CHECK(full.OnMeasurement(9, 117e6, ceiling) == 9);  // 13 MB/s each: the link is the limit
+  CHECK(full.settled());
+  ConnectionScaler starved(4, 16);
+  CHECK(starved.OnMeasurement(4, 300e6, ceiling) == 6);  // 75 MB/s each: windows are the limit
+  CHECK_FALSE(starved.settled());
 }
 
 TEST_CASE("connection scaler: never beyond its maximum", "[autotune]") {

@@ -642,7 +642,9 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     window_warm_ = true;
     return;
   }
-  const int want = scaler_.OnMeasurement(up, rate);
+  const double rtt_s = std::chrono::duration<double>(rtt_).count();
+  const double ceiling = rtt_s > 0 ? kWindowBytesPerRtt / rtt_s : 0;
+  const int want = scaler_.OnMeasurement(up, rate, ceiling);
   WB_TRACE("scaler: %d connections carry %.1f MB/s -> %d", up, rate / 1e6, want);
   if (want > up) {
     target_connections_ = want;
