@@ -42,9 +42,19 @@ std::string ProgressText(const pipeline::SnapshotProgress& p) {
                 p.bytes_total
                     ? 100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total)
                     : 100.0);
+  const double stored_rate = s > 0 ? static_cast<double>(p.bytes_stored) / s : 0;
+  // Dedup: bytes read per byte that was new (zero chunks count as deduplicated); compression:
+  // new bytes per byte stored.
+  auto ratio = [](uint64_t a, uint64_t b) {
+    char buf[32];
+    if (b == 0) return std::string("-");
+    std::snprintf(buf, sizeof buf, "%.1fx", static_cast<double>(a) / static_cast<double>(b));
+    return std::string(buf);
+  };
   std::string text = FormatBytes(p.bytes_done) + " / " + FormatBytes(p.bytes_total) + " " + pct +
-                     "  read " + FormatRate(rate) + "  new " + FormatBytes(p.bytes_new) +
-                     " stored as " + FormatBytes(p.bytes_stored);
+                     "  read " + FormatRate(rate) + "  stored " + FormatRate(stored_rate) +
+                     "  dedup " + ratio(p.bytes_done, p.bytes_new) + "  compression " +
+                     ratio(p.bytes_new, p.bytes_stored);
   if (rate > 0 && p.bytes_done < p.bytes_total) {
     text += "  ETA " + FormatDuration(std::chrono::nanoseconds(static_cast<int64_t>(
                            static_cast<double>(p.bytes_total - p.bytes_done) / rate * 1e9)));
