@@ -87,16 +87,11 @@ Status RunCopy(const CopyCommandOptions& opts) {
   if (opened.remote)
     PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
 
-  const ProgressMode mode = opts.progress == "plain"  ? ProgressMode::kPlain
-                            : opts.progress == "none" ? ProgressMode::kNone
-                                                      : ProgressMode::kAuto;
-  ProgressLine progress(!opts.json || mode == ProgressMode::kPlain, mode);
-  if (!opts.progress_interval.empty()) {
-    WB_ASSIGN_OR_RETURN(auto interval, ParseDuration(opts.progress_interval, "s"));
-    copy.progress_interval = std::chrono::ceil<std::chrono::milliseconds>(interval);
-  } else if (mode == ProgressMode::kPlain) {
-    copy.progress_interval = std::chrono::seconds(10);
-  }
+  WB_ASSIGN_OR_RETURN(
+      ProgressChoice shown,
+      ParseProgressFlags(opts.progress, opts.progress_interval, copy.progress_interval));
+  copy.progress_interval = shown.interval;
+  ProgressLine progress(!opts.json || shown.mode == ProgressMode::kPlain, shown.mode);
   copy.on_progress = [&progress](const pipeline::CopyProgress& p) {
     progress.Update(ProgressText(p));
   };

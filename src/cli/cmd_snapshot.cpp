@@ -84,16 +84,11 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
   options.tag = opts.tag;
   // The pipeline's buffers are also the reader's window: the source reads into them.
   options.max_memory = initiator::BufferBudget(max_memory);
-  const ProgressMode mode = opts.progress == "plain"  ? ProgressMode::kPlain
-                            : opts.progress == "none" ? ProgressMode::kNone
-                                                      : ProgressMode::kAuto;
-  ProgressLine progress(!opts.json || mode == ProgressMode::kPlain, mode);
-  if (!opts.progress_interval.empty()) {
-    WB_ASSIGN_OR_RETURN(auto interval, ParseDuration(opts.progress_interval, "s"));
-    options.progress_interval = std::chrono::ceil<std::chrono::milliseconds>(interval);
-  } else if (mode == ProgressMode::kPlain) {
-    options.progress_interval = std::chrono::seconds(10);
-  }
+  WB_ASSIGN_OR_RETURN(
+      ProgressChoice shown,
+      ParseProgressFlags(opts.progress, opts.progress_interval, options.progress_interval));
+  options.progress_interval = shown.interval;
+  ProgressLine progress(!opts.json || shown.mode == ProgressMode::kPlain, shown.mode);
   options.on_progress = [&progress](const pipeline::SnapshotProgress& p) {
     progress.Update(ProgressText(p));
   };

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/units.h"
+
 namespace wanbackup::cli {
 
 ProgressLine::ProgressLine(bool allowed, ProgressMode mode)
@@ -45,6 +47,22 @@ uint64_t PeakRssBytes() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
   }
   return 0;
+}
+
+Result<ProgressChoice> ParseProgressFlags(const std::string& mode, const std::string& interval,
+                                          std::chrono::milliseconds fallback) {
+  ProgressChoice c;
+  c.mode = mode == "plain"  ? ProgressMode::kPlain
+           : mode == "none" ? ProgressMode::kNone
+                            : ProgressMode::kAuto;
+  c.interval = fallback;
+  if (!interval.empty()) {
+    WB_ASSIGN_OR_RETURN(auto parsed, ParseDuration(interval, "s"));
+    c.interval = std::chrono::ceil<std::chrono::milliseconds>(parsed);
+  } else if (c.mode == ProgressMode::kPlain) {
+    c.interval = std::chrono::seconds(10);
+  }
+  return c;
 }
 
 }  // namespace wanbackup::cli

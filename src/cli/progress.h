@@ -5,11 +5,22 @@
 #include <chrono>
 #include <string>
 
+#include "common/result.h"
+
 namespace wanbackup::cli {
 
 // How progress is shown: "auto" (a redrawn line on a terminal, nothing otherwise), "plain" (a
 // timestamped line every --progress-interval, for logs), or "none".
 enum class ProgressMode { kAuto, kPlain, kNone };
+
+// What --progress and --progress-interval ask for: the mode, and how often the work should
+// report (the flag's value; else 10 s in plain mode, for logs; else `fallback`).
+struct ProgressChoice {
+  ProgressMode mode = ProgressMode::kAuto;
+  std::chrono::milliseconds interval{0};
+};
+Result<ProgressChoice> ParseProgressFlags(const std::string& mode, const std::string& interval,
+                                          std::chrono::milliseconds fallback);
 
 class ProgressLine {
  public:
