@@ -16,14 +16,14 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
   command
       ->add_option("--queue-depth", flags->queue_depth,
-                   "READs in flight per connection, 1-64; default: enough for two TCP windows "
-                   "(3 with 4 MiB READs)")
+                   "READs in flight per connection, 1-64; default: 3 on one connection (two TCP "
+                   "windows), 2 on several (what the target's socket takes)")
       ->check(CLI::Range(1, initiator::kMaxQueueDepth))
       ->group(group);
   command
       ->add_option("--io-size", flags->io_size,
-                   "bytes per READ, a multiple of the block size up to 64M; default 4M, capped "
-                   "by the LUN's maximum transfer length")
+                   "bytes per READ, a multiple of the block size up to 64M; default 4M on one "
+                   "connection, 2M on several; capped by the LUN's maximum transfer length")
       ->group(group);
   command
       ->add_option("--max-memory", flags->max_memory,
@@ -45,12 +45,14 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
 std::string AutotuneHelp() {
   return "\nAUTOTUNE:\n"
          "  wanbackup measures the round trip (RTT) and keeps N READs of B bytes in flight on\n"
-         "  each of C connections, so the link never waits for a command: B = 4 MiB; N = enough\n"
-         "  for twice what one TCP connection from the target carries per round trip (about\n"
-         "  2.5 MB), i.e. 3. C is 1 below 2 ms RTT, else what 1 Gbit/s needs at that RTT\n"
-         "  when a connection sharing a busy link carries 0.5 MB per round trip: 125 MB/s x\n"
-         "  RTT / 0.5 MB, at least 4, at most 16 (8 at 32 ms RTT); while reading, C grows by\n"
-         "  half as long as each step raises throughput by 20% or more. A new connection's\n"
+         "  each of C connections, so the link never waits for a command. C is 1 below 2 ms\n"
+         "  RTT, else what 1 Gbit/s needs at that RTT when a connection sharing a busy link\n"
+         "  carries 0.5 MB per round trip: 125 MB/s x RTT / 0.5 MB, at least 4, at most 16\n"
+         "  (8 at 32 ms RTT); while reading, C grows by half as long as each step raises\n"
+         "  throughput by 20% or more. One connection: B = 4 MiB, N = 3 (twice the 2.5 MB one\n"
+         "  TCP connection from the target carries per round trip). Several: B = 2 MiB, N = 2,\n"
+         "  no more per connection than the target's socket takes (4 MiB), because a target\n"
+         "  that blocks on one full socket (tgt) stalls all its connections. A new connection's\n"
          "  READs start at 32 KiB and double per completion up to B. C x (N+1) x B stays\n"
          "  within --max-memory (N shrinks first, then C, then B). Any value given on the\n"
          "  command line is used as is.\n";

@@ -18,15 +18,6 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
   const uint64_t block = std::max<uint32_t>(r.block_size, 512);
   std::string notes;
 
-  uint64_t b = r.io_size != 0 ? r.io_size : kDefaultIoSize;
-  b = std::clamp<uint64_t>(b, block, kMaxIoSize);
-  if (r.max_transfer_bytes != 0 && b > r.max_transfer_bytes) {
-    b = r.max_transfer_bytes;
-    notes += " B limited by the LUN's maximum transfer length;";
-  }
-  if (r.lun_size != 0) b = std::min(b, std::max<uint64_t>(r.lun_size, block));
-  b = std::max<uint64_t>(RoundDown(b, block), block);
-
   const double rtt_s = std::chrono::duration<double>(r.rtt).count();
   int c = r.connections;
   if (c == 0) {
@@ -38,9 +29,22 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
       c = std::clamp(c, kMinWanConnections, kMaxConnections);
     }
   }
+  // Several connections share one target: each gets no more outstanding than its socket takes.
+  const bool shared = c > 1;
+
+  uint64_t b = r.io_size != 0 ? r.io_size : (shared ? kSharedIoSize : kDefaultIoSize);
+  b = std::clamp<uint64_t>(b, block, kMaxIoSize);
+  if (r.max_transfer_bytes != 0 && b > r.max_transfer_bytes) {
+    b = r.max_transfer_bytes;
+    notes += " B limited by the LUN's maximum transfer length;";
+  }
+  if (r.lun_size != 0) b = std::min(b, std::max<uint64_t>(r.lun_size, block));
+  b = std::max<uint64_t>(RoundDown(b, block), block);
+
   int n = r.queue_depth;
   if (n == 0) {
-    n = static_cast<int>(std::ceil(2.0 * kWindowBytesPerRtt / static_cast<double>(b))) + 1;
+    n = shared ? static_cast<int>(kSharedOutstandingBytes / b)
+               : static_cast<int>(std::ceil(2.0 * kWindowBytesPerRtt / static_cast<double>(b))) + 1;
     n = std::clamp(n, 2, kMaxQueueDepth);
   }
 

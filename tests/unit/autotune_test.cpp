@@ -31,12 +31,29 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
-TEST_CASE("autotune: 4 MiB READs three deep per connection by default", "[autotune]") {
-  const TuningPlan p = PlanTransfer(Lun(32ms));
-  CHECK(p.io_size == 4u << 20);
-  CHECK(p.queue_depth == 3);
-  CHECK(p.adapt_connections);
-  CHECK(p.max_connections >= p.connections);
+TEST_CASE("autotune: 4 MiB READs three deep on one connection, 2 x 2 MiB on several",
+          "[autotune]") {
+  const TuningPlan lan = PlanTransfer(Lun(500us));
+  CHECK(lan.connections == 1);
+  CHECK(lan.io_size == 4u << 20);
+  CHECK(lan.queue_depth == 3);
+
+  const TuningPlan wan = PlanTransfer(Lun(32ms));
+  CHECK(wan.io_size == 2u << 20);
+  CHECK(wan.queue_depth == 2);
+  CHECK(wan.queue_depth * wan.io_size <= wanbackup::initiator::kSharedOutstandingBytes);
+  CHECK(wan.adapt_connections);
+  CHECK(wan.max_connections >= wan.connections);
+
+  TuningRequest one = Lun(32ms);  // one connection asked for on a long link: it may fill
+  one.connections = 1;            // its socket, there is no other connection to stall
+  CHECK(PlanTransfer(one).io_size == 4u << 20);
+  CHECK(PlanTransfer(one).queue_depth == 3);
+
+  TuningRequest big = Lun(32ms);  // the user's B is kept; N never drops below 2
+  big.io_size = 8 << 20;
+  CHECK(PlanTransfer(big).io_size == 8u << 20);
+  CHECK(PlanTransfer(big).queue_depth == 2);
 }
 
 TEST_CASE("autotune: the paper's baseline is taken as given", "[autotune]") {
@@ -58,7 +75,7 @@ TEST_CASE("autotune: the memory cap shrinks queue depth first and then connectio
   const uint64_t buffers = static_cast<uint64_t>(p.connections) * (p.queue_depth + 1) * p.io_size;
   CHECK(buffers <= 48ull << 20);
   CHECK(p.queue_depth == 1);
-  CHECK(p.connections == 6);
+  CHECK(p.connections == 12);
   CHECK(p.explanation.find("--max-memory") != std::string::npos);
 }
 
