@@ -72,7 +72,8 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
         if r["series"] == "wanbackup" and r["delay_ms"] != "uncapped":
             details.setdefault(r["delay_ms"], []).append(r["detail"])
     f.write("\nwanbackup's connections and peak RSS per run: " + "; ".join(
-        "%s ms: %s" % (d, " / ".join(details[d])) for d in delays if d in details) + ".\n")
+        "%s ms: %s" % (d, " / ".join(dict.fromkeys(details[d])))  # each distinct one once
+        for d in delays if d in details) + ".\n")
 
 with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
     data = os.path.join(out_dir, "paper-experiment.csv")
