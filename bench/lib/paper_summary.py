@@ -9,6 +9,8 @@ import sys
 
 raw_path, out_dir, rate = sys.argv[1], sys.argv[2], sys.argv[3]
 SERIES = ["iperf3-8", "iperf3-1", "wanbackup", "prototype", "baseline", "iscsi-perf", "qemu-img"]
+# The middle 80 % of wanbackup's bytes and of iperf3's seconds: what a long transfer runs at.
+STEADY = ["wanbackup-steady", "iperf3-8-steady"]
 
 rows = list(csv.DictReader(open(raw_path)))
 values = {}
@@ -43,25 +45,29 @@ def pipelined_model(delay_ms):
 
 with open(os.path.join(out_dir, "paper-experiment.csv"), "w") as f:
     f.write("delay_ms," + ",".join(SERIES) + ",model_paper_128k,model_paper_4m,model_pipelined,"
-            "wanbackup_vs_iperf3_8,wanbackup_vs_baseline,runs\n")
+            "wanbackup_vs_iperf3_8,wanbackup_vs_baseline,runs," + ",".join(STEADY) + "\n")
     for d in delays:
         m = {s: median(d, s) for s in SERIES}
         dd = float(d)
-        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d\n" % (
+        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d,%s\n" % (
             d, ",".join("%.2f" % m[s] for s in SERIES), paper_model(dd, 131072),
             paper_model(dd, 4194304), pipelined_model(dd), m["wanbackup"] / m["iperf3-8"],
-            m["wanbackup"] / m["baseline"], len(values.get((d, "wanbackup"), []))))
+            m["wanbackup"] / m["baseline"], len(values.get((d, "wanbackup"), [])),
+            ",".join("%.2f" % median(d, s) for s in STEADY)))
 
 with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
     f.write("| one-way delay | iperf3 ×8 | iperf3 ×1 | **wanbackup** | wanbackup / iperf3 ×8 "
             "| prototype 1×4 MiB | baseline 1×128 KiB | wanbackup / baseline | iscsi-perf best "
-            "| qemu-img |\n|---|---|---|---|---|---|---|---|---|---|\n")
+            "| qemu-img | steady: wanbackup / iperf3 ×8 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
     for d in delays:
-        m = {s: median(d, s) for s in SERIES}
-        f.write("| %s ms | %.1f | %.1f | **%.1f** | %.0f %% | %.1f | %.2f | ×%.0f | %.1f | %.1f |\n" % (
+        m = {s: median(d, s) for s in SERIES + STEADY}
+        steady = ("%.1f / %.1f = %.0f %%" % (m["wanbackup-steady"], m["iperf3-8-steady"],
+                                              100 * m["wanbackup-steady"] / m["iperf3-8-steady"])
+                  if not math.isnan(m["wanbackup-steady"]) else "–")
+        f.write("| %s ms | %.1f | %.1f | **%.1f** | %.0f %% | %.1f | %.2f | ×%.0f | %.1f | %.1f | %s |\n" % (
             d, m["iperf3-8"], m["iperf3-1"], m["wanbackup"], 100 * m["wanbackup"] / m["iperf3-8"],
             m["prototype"], m["baseline"], m["wanbackup"] / m["baseline"], m["iscsi-perf"],
-            m["qemu-img"]))
+            m["qemu-img"], steady))
     if ("uncapped", "wanbackup") in values:
         f.write("\nUncapped link at 0 ms (CPU-bound): wanbackup %.1f MB/s, iscsi-perf best %.1f MB/s, "
                 "iperf3 ×8 %.1f MB/s (medians).\n" % (

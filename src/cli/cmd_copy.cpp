@@ -102,6 +102,9 @@ Status RunCopy(const CopyCommandOptions& opts) {
   const pipeline::CopyResult& r = *result;
   const double seconds = std::chrono::duration<double>(r.elapsed).count();
   const double rate = seconds > 0 ? static_cast<double>(r.bytes) / seconds : 0;
+  const double steady_seconds = std::chrono::duration<double>(r.steady_elapsed).count();
+  const double steady_rate =
+      steady_seconds > 0 ? static_cast<double>(r.steady_bytes) / steady_seconds : 0;
   const uint64_t rss = PeakRssBytes();
   if (opts.json) {
     nlohmann::json j = {{"source", source.geometry().name},
@@ -109,6 +112,8 @@ Status RunCopy(const CopyCommandOptions& opts) {
                         {"bytes", r.bytes},
                         {"seconds", seconds},
                         {"bytes_per_second", rate},
+                        // From 10 % to 90 % of the bytes: without start-up and tail.
+                        {"steady_bytes_per_second", steady_rate},
                         {"zero_bytes_skipped", r.zero_bytes_skipped},
                         {"connections", r.source.peak_connections},
                         {"queue_depth", r.source.queue_depth},

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/units.h"
@@ -120,6 +122,21 @@ Result<CopyResult> Copy(BlockSource& source, BlockSink& sink, const CopyOptions&
                                      now - start, source.Stats()});
   };
 
+  // The steady part: from the first completion at or past 10 % of the bytes to the first at or
+  // past 90 %.
+  const uint64_t total = end - options.offset;
+  const uint64_t steady_from = total / 10, steady_to = total - total / 10;
+  std::optional<std::pair<Clock::time_point, uint64_t>> steady_start;
+  auto note_steady = [&] {
+    const uint64_t done = write_pos - options.offset;
+    if (!steady_start && done >= steady_from) steady_start.emplace(Clock::now(), done);
+    if (steady_start && result.steady_bytes == 0 && done >= steady_to &&
+        done > steady_start->second) {
+      result.steady_bytes = done - steady_start->second;
+      result.steady_elapsed = Clock::now() - steady_start->first;
+    }
+  };
+
   uint64_t tail_size = 0;  // once set, the request size for the rest of the copy
   while (true) {
     // Keep the source busy: as many requests as it likes, as buffers allow.
@@ -167,10 +184,11 @@ Result<CopyResult> Copy(BlockSource& source, BlockSink& sink, const CopyOptions&
       Drain(source, in_flight);
       return status;
     }
+    note_steady();
     report(false);
   }
-  WB_RETURN_IF_ERROR(sink.Finish(end - options.offset));
-  result.bytes = end - options.offset;
+  WB_RETURN_IF_ERROR(sink.Finish(total));
+  result.bytes = total;
   result.elapsed = Clock::now() - start;
   result.source = source.Stats();
   report(true);

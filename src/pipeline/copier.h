@@ -40,6 +40,11 @@ struct CopyResult {
   std::chrono::nanoseconds elapsed{0};
   uint64_t peak_buffer_bytes = 0;
   SourceStats source;
+  // The middle of the copy, from 10 % of the bytes done to 90 %: its rate leaves out the
+  // start-up (logins, TCP slow start) and the last requests' tail, so it is what a long copy
+  // runs at. Zero when one completion carried the copy past both marks.
+  uint64_t steady_bytes = 0;
+  std::chrono::nanoseconds steady_elapsed{0};
 };
 
 Result<CopyResult> Copy(BlockSource& source, BlockSink& sink, const CopyOptions& options);

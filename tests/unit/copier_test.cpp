@@ -119,3 +119,25 @@ TEST_CASE("copier: offset and length select a range that lands at the sink's sta
   bad.offset = 100;  // not a block boundary
   CHECK(Copy(source, sink, bad).status().code() == StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("copier: the steady rate covers the middle 80 % of the bytes", "[copier]") {
+  const auto data = Pattern(40 * 65536);
+  MemorySource source(data, 512, 4, 65536);
+  MemorySink sink(false, false);  // done grows by one request per completion
+  auto result = Copy(source, sink, CopyOptions{});
+  REQUIRE(result.ok());
+  // 64 KiB completions: the marks fall at 4 and 36 of the 40 requests.
+  CHECK(result->steady_bytes == 32 * 65536);
+  CHECK(result->steady_elapsed.count() > 0);
+  CHECK(result->steady_elapsed <= result->elapsed);
+}
+
+TEST_CASE("copier: a copy done in one completion has no steady rate", "[copier]") {
+  const auto data = Pattern(65536);
+  MemorySource source(data, 512, 4, 65536);
+  MemorySink sink(true, false);
+  auto result = Copy(source, sink, CopyOptions{});
+  REQUIRE(result.ok());
+  CHECK(result->steady_bytes == 0);
+  CHECK(result->steady_elapsed.count() == 0);
+}
