@@ -16,14 +16,14 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
   command
       ->add_option("--queue-depth", flags->queue_depth,
-                   "READs in flight per connection, 1-64; default: 3 on one connection (two TCP "
-                   "windows), 2 on several (what the target's socket takes)")
+                   "READs in flight per connection, 1-64; default 2 (with 2M READs, what the "
+                   "target's socket takes)")
       ->check(CLI::Range(1, initiator::kMaxQueueDepth))
       ->group(group);
   command
       ->add_option("--io-size", flags->io_size,
-                   "bytes per READ, a multiple of the block size up to 64M; default 4M on one "
-                   "connection, 2M on several; capped by the LUN's maximum transfer length")
+                   "bytes per READ, a multiple of the block size up to 64M; default 2M; capped "
+                   "by the LUN's maximum transfer length")
       ->group(group);
   command
       ->add_option("--max-memory", flags->max_memory,
@@ -49,13 +49,13 @@ std::string AutotuneHelp() {
          "  RTT, else what 1 Gbit/s needs at that RTT when a connection sharing a busy link\n"
          "  carries 0.5 MB per round trip: 125 MB/s x RTT / 0.5 MB, at least 4, at most 16\n"
          "  (8 at 32 ms RTT); while reading, C grows by half as long as each step raises\n"
-         "  throughput by 20% or more. One connection: B = 4 MiB, N = 3 (twice the 2.5 MB one\n"
-         "  TCP connection from the target carries per round trip). Several: B = 2 MiB, N = 2,\n"
-         "  no more per connection than the target's socket takes (4 MiB), because a target\n"
-         "  that blocks on one full socket (tgt) stalls all its connections. A new connection's\n"
-         "  READs start at 32 KiB and double per completion up to B. C x (N+1) x B stays\n"
-         "  within --max-memory (N shrinks first, then C, then B). Any value given on the\n"
-         "  command line is used as is.\n";
+         "  throughput by 20% or more. Each connection: B = 2 MiB, N = 2, no more than the\n"
+         "  target's socket takes (4 MiB; a TCP connection from it carries about 2.5 MB per\n"
+         "  round trip), because a target that spins on a full socket (tgt before 1.0.89)\n"
+         "  serves nothing else meanwhile. With --io-size B, N = 4 MiB / B, at least 2. A new\n"
+         "  connection's READs start at 32 KiB and double per completion up to B.\n"
+         "  C x (N+1) x B stays within --max-memory (N shrinks first, then C, then B). Any\n"
+         "  value given on the command line is used as is.\n";
 }
 
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options) {

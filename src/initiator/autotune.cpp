@@ -29,10 +29,7 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
       c = std::clamp(c, kMinWanConnections, kMaxConnections);
     }
   }
-  // Several connections share one target: each gets no more outstanding than its socket takes.
-  const bool shared = c > 1;
-
-  uint64_t b = r.io_size != 0 ? r.io_size : (shared ? kSharedIoSize : kDefaultIoSize);
+  uint64_t b = r.io_size != 0 ? r.io_size : kDefaultIoSize;
   b = std::clamp<uint64_t>(b, block, kMaxIoSize);
   if (r.max_transfer_bytes != 0 && b > r.max_transfer_bytes) {
     b = r.max_transfer_bytes;
@@ -43,9 +40,9 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
 
   int n = r.queue_depth;
   if (n == 0) {
-    n = shared ? static_cast<int>(kSharedOutstandingBytes / b)
-               : static_cast<int>(std::ceil(2.0 * kWindowBytesPerRtt / static_cast<double>(b))) + 1;
-    n = std::clamp(n, 2, kMaxQueueDepth);
+    // No more outstanding than the target's socket takes, but at least 2 so that the next READ
+    // is there when one completes.
+    n = std::clamp(static_cast<int>(kOutstandingBytesPerConnection / b), 2, kMaxQueueDepth);
   }
 
   const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);

@@ -2,16 +2,15 @@
 // long link busy, within a memory cap. Pure logic; thread-compatible.
 //
 // The rule (docs/performance.md has the model and the measurements):
-//   - One connection (a LAN): B = 4 MiB (a READ costs one round trip however large, as long as
-//     it is in flight with others). One TCP connection from the target carries about
-//     W = 2.5 MB per round trip (tgt's socket send buffer, tcp_wmem max 4 MiB; we do not
-//     control the target), so it gets N = ceil(2·W / B) + 1 commands: more than it can carry,
-//     so it never waits for us.
-//   - Several connections (a long link): B = 2 MiB, N = 2, i.e. no more outstanding per
-//     connection than the target's socket takes (4 MiB). tgt 1.0.85 (Debian 12) writes each
-//     Data-In PDU in one go and spins on a full socket, serving none of its other connections
-//     meanwhile: with 12 MiB outstanding per connection it burnt half a core and 16 connections
-//     carried 88 MB/s at 32 ms one-way; with 4 MiB, 1 % of a core and 106 MB/s.
+//   - Every connection: B = 2 MiB, N = 2, i.e. no more outstanding per connection than the
+//     target's socket takes (tgt's tcp_wmem max is 4 MiB). tgt 1.0.85 (Debian 12) writes each
+//     Data-In PDU in one go and spins on a full socket (do_send, fixed upstream in 1.0.89),
+//     serving nothing else meanwhile. With 12 MiB outstanding per connection it burnt 9-11 CPU
+//     seconds per 2 GiB read: one connection carried 107-110 MB/s on a 1 Gbit/s link at 0 ms
+//     (172 uncapped), 16 connections 88 MB/s at 32 ms one-way; with 4 MiB, under 1 CPU second
+//     and 117-118 MB/s (221 uncapped), 106 MB/s.
+//     One TCP connection from the target carries about W = 2.5 MB per round trip alone
+//     (kWindowBytesPerRtt), so 4 MiB outstanding keeps it busy.
 //   - B never exceeds the LUN's Block Limits maximum transfer nor the memory cap. A new
 //     connection's READs start at 32 KiB and double per completion up to B.
 //   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
@@ -34,9 +33,8 @@
 
 namespace wanbackup::initiator {
 
-inline constexpr uint64_t kDefaultIoSize = 4 << 20;
-inline constexpr uint64_t kSharedIoSize = 2 << 20;
-inline constexpr uint64_t kSharedOutstandingBytes = 4 << 20;
+inline constexpr uint64_t kDefaultIoSize = 2 << 20;
+inline constexpr uint64_t kOutstandingBytesPerConnection = 4 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;
 inline constexpr double kWindowBytesPerRtt = 2.5e6;
