@@ -82,9 +82,11 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
         for d in delays if d in details) + ".\n")
 
 with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
-    data = os.path.join(out_dir, "paper-experiment.csv")
+    # Names relative to the .gp's own directory (gnuplot runs there), so that the committed file
+    # does not carry the path of the checkout that produced it.
+    data = "paper-experiment.csv"
     f.write(f"""set terminal pngcairo size 1100,700 font ",11"
-set output "{os.path.join(out_dir, 'paper-experiment.png')}"
+set output "paper-experiment.png"
 set datafile separator ","
 set key outside right top
 set logscale x 2
