@@ -8,6 +8,7 @@ import statistics
 import sys
 
 raw_path, out_dir, rate = sys.argv[1], sys.argv[2], sys.argv[3]
+senders = sys.argv[4] if len(sys.argv) > 4 else ""  # TCP settings of site B, if known
 SERIES = ["iperf3-8", "iperf3-1", "wanbackup", "prototype", "baseline", "iscsi-perf", "qemu-img"]
 # The middle 80 % of wanbackup's bytes and of iperf3's seconds: what a long transfer runs at.
 STEADY = ["wanbackup-steady", "iperf3-8-steady"]
@@ -73,6 +74,8 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
                 "iperf3 ×8 %.1f MB/s (medians).\n" % (
                     median("uncapped", "wanbackup"), median("uncapped", "iscsi-perf"),
                     median("uncapped", "iperf3-8")))
+    if senders:
+        f.write("\nSenders' TCP (target and iperf3 server, inherited from the host): %s.\n" % senders)
     details = {}
     for r in rows:
         if r["series"] == "wanbackup" and r["delay_ms"] != "uncapped":
