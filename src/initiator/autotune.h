@@ -2,14 +2,15 @@
 // long link busy, within a memory cap. Pure logic; thread-compatible.
 //
 // The rule (docs/performance.md has the model and the measurements):
-//   - Every connection: B = 2 MiB, N = 2, i.e. no more outstanding per connection than the
-//     target's socket takes (tgt's tcp_wmem max is 4 MiB). tgt 1.0.85 (Debian 12) writes each
-//     Data-In PDU in one go and spins on a full socket (do_send, fixed upstream in 1.0.89),
-//     serving nothing else meanwhile. With 12 MiB outstanding per connection it burnt 9-11 CPU
-//     seconds per 2 GiB read: one connection carried 107-110 MB/s on a 1 Gbit/s link at 0 ms
-//     (172 uncapped), 16 connections 88 MB/s at 32 ms one-way; with 4 MiB, under 1 CPU second
-//     and 117-118 MB/s (221 uncapped), 106 MB/s.
-//     One TCP connection from the target carries about W = 2.5 MB per round trip alone
+//   - Every connection: N = 4 READs of B = 1 MiB, i.e. no more outstanding per connection than
+//     the target's socket takes (tgt's tcp_wmem max is 4 MiB), in READs small enough that the
+//     target never has much to push at once. tgt 1.0.85 (Debian 12) writes each Data-In PDU in
+//     one go and spins on a full socket (do_send, fixed upstream in 1.0.89), serving nothing
+//     else meanwhile. Per 2 GiB read through a 1 Gbit/s link with CUBIC senders (the Linux
+//     default): 2 x 2 MiB burnt 9-13 CPU s in tgtd at 0-100 ms one-way, and 10 s even on one
+//     connection at 0 ms (158 MB/s uncapped); 4 x 1 MiB 1-4 s (220 MB/s uncapped), and it
+//     carried more at 16, 32, 64 and 100 ms (docs/performance.md). 12 MiB outstanding was worse
+//     still. One TCP connection from the target carries about W = 2.5 MB per round trip alone
 //     (kWindowBytesPerRtt), so 4 MiB outstanding keeps it busy.
 //   - B never exceeds the LUN's Block Limits maximum transfer nor the memory cap. A new
 //     connection's READs start at 32 KiB and double per completion up to B.
@@ -33,7 +34,7 @@
 
 namespace wanbackup::initiator {
 
-inline constexpr uint64_t kDefaultIoSize = 2 << 20;
+inline constexpr uint64_t kDefaultIoSize = 1 << 20;
 inline constexpr uint64_t kOutstandingBytesPerConnection = 4 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;

@@ -31,15 +31,15 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
-TEST_CASE("autotune: 2 x 2 MiB READs per connection, on a LAN as on a long link", "[autotune]") {
+TEST_CASE("autotune: 4 x 1 MiB READs per connection, on a LAN as on a long link", "[autotune]") {
   const TuningPlan lan = PlanTransfer(Lun(500us));
   CHECK(lan.connections == 1);
-  CHECK(lan.io_size == 2u << 20);
-  CHECK(lan.queue_depth == 2);
+  CHECK(lan.io_size == 1u << 20);
+  CHECK(lan.queue_depth == 4);
 
   const TuningPlan wan = PlanTransfer(Lun(32ms));
-  CHECK(wan.io_size == 2u << 20);
-  CHECK(wan.queue_depth == 2);
+  CHECK(wan.io_size == 1u << 20);
+  CHECK(wan.queue_depth == 4);
   CHECK(wan.queue_depth * wan.io_size <= wanbackup::initiator::kOutstandingBytesPerConnection);
   CHECK(wan.adapt_connections);
   CHECK(wan.max_connections >= wan.connections);
@@ -68,12 +68,13 @@ TEST_CASE("autotune: the paper's baseline is taken as given", "[autotune]") {
 
 TEST_CASE("autotune: the memory cap shrinks queue depth first and then connections", "[autotune]") {
   TuningRequest r = Lun(200ms);
-  r.max_memory = 64ull << 20;  // 48 MiB of buffers after the program's own share
+  r.max_memory = 40ull << 20;  // 30 MiB of buffers after the program's own share
   const TuningPlan p = PlanTransfer(r);
   const uint64_t buffers = static_cast<uint64_t>(p.connections) * (p.queue_depth + 1) * p.io_size;
-  CHECK(buffers <= 48ull << 20);
+  CHECK(buffers <= 30ull << 20);
   CHECK(p.queue_depth == 1);
-  CHECK(p.connections == 12);
+  CHECK(p.connections == 15);
+  CHECK(p.io_size == 1u << 20);
   CHECK(p.explanation.find("--max-memory") != std::string::npos);
 }
 
