@@ -75,7 +75,7 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
                     median("uncapped", "wanbackup"), median("uncapped", "iscsi-perf"),
                     median("uncapped", "iperf3-8")))
     if senders:
-        f.write("\nSenders' TCP (target and iperf3 server, inherited from the host): %s.\n" % senders)
+        f.write("\nSenders' TCP (target and iperf3 server; congestion control as chosen with --congestion-control, the rest the host's): %s.\n" % senders)
     details = {}
     for r in rows:
         if r["series"] == "wanbackup" and r["delay_ms"] != "uncapped":
