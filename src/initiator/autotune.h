@@ -10,8 +10,10 @@
 //     default): 2 x 2 MiB burnt 9-13 CPU s in tgtd at 0-100 ms one-way, and 10 s even on one
 //     connection at 0 ms (158 MB/s uncapped); 4 x 1 MiB 1-4 s (220 MB/s uncapped), and it
 //     carried more at 16, 32, 64 and 100 ms (docs/performance.md). 12 MiB outstanding was worse
-//     still. One TCP connection from the target carries about W = 2.5 MB per round trip alone
-//     (kWindowBytesPerRtt), so 4 MiB outstanding keeps it busy.
+//     still. Not settled: a later session saw 1 MiB READs burn 10-20 s again at 16-64 ms, and
+//     512 KiB READs stay under 2 s and carry more. One TCP connection from the target carries
+//     about W = 2.5 MB per round trip alone (kWindowBytesPerRtt), so 4 MiB outstanding keeps it
+//     busy.
 //   - B never exceeds the LUN's Block Limits maximum transfer nor the memory cap. A new
 //     connection's READs start at 32 KiB and double per completion up to B.
 //   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
