@@ -4,6 +4,10 @@ wb_die() { echo "$(basename "$0"): error: $*" >&2; exit 2; }
 wb_fail() { echo "$(basename "$0"): error: $*" >&2; exit 1; }
 wb_note() { echo "$(basename "$0"): $*" >&2; }
 
+# wb_usage SCRIPT: prints the comment block at the top of SCRIPT (after the #! line), which is
+# each script's --help, so no script has to count its own header lines.
+wb_usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$1"; }
+
 # The repository's top directory.
 wb_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
