@@ -78,11 +78,11 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
         f.write("\nSenders' TCP (target and iperf3 server; congestion control as chosen with --congestion-control, the rest the host's): %s.\n" % senders)
     details = {}
     for r in rows:
-        if r["series"] == "wanbackup" and r["delay_ms"] != "uncapped":
+        if r["series"] == "wanbackup":
             details.setdefault(r["delay_ms"], []).append(r["detail"])
-    f.write("\nwanbackup's connections and peak RSS per run: " + "; ".join(
-        "%s ms: %s" % (d, " / ".join(dict.fromkeys(details[d])))  # each distinct one once
-        for d in delays if d in details) + ".\n")
+    f.write("\nwanbackup's connections, peak RSS and tgtd's CPU per run: " + "; ".join(
+        "%s: %s" % (d if d == "uncapped" else d + " ms", " / ".join(dict.fromkeys(details[d])))
+        for d in delays + ["uncapped"] if d in details) + ".\n")  # each distinct detail once
 
 with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
     # Names relative to the .gp's own directory (gnuplot runs there), so that the committed file

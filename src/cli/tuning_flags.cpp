@@ -16,13 +16,13 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
   command
       ->add_option("--queue-depth", flags->queue_depth,
-                   "READs in flight per connection, 1-64; default 4 (with 1M READs, what the "
-                   "target's socket takes; 4M / --io-size, at least 2, when that is given)")
+                   "READs in flight per connection, 1-64; default 4 (with 512K READs, 2M per "
+                   "connection; 2M / --io-size, at least 2, when that is given)")
       ->check(CLI::Range(1, initiator::kMaxQueueDepth))
       ->group(group);
   command
       ->add_option("--io-size", flags->io_size,
-                   "bytes per READ, a multiple of the block size up to 64M; default 1M; capped "
+                   "bytes per READ, a multiple of the block size up to 64M; default 512K; capped "
                    "by the LUN's maximum transfer length")
       ->group(group);
   command
@@ -49,12 +49,12 @@ std::string AutotuneHelp() {
          "  RTT, else what 1 Gbit/s needs at that RTT when a connection sharing a busy link\n"
          "  carries 0.5 MB per round trip: 125 MB/s x RTT / 0.5 MB, at least 4, at most 16\n"
          "  (8 at 32 ms RTT); while reading, C grows by half as long as each step raises\n"
-         "  throughput by 20% or more. Each connection: N = 4 READs of B = 1 MiB, no more than\n"
-         "  the target's socket takes (4 MiB; a TCP connection from it carries about 2.5 MB per\n"
-         "  round trip), in READs small enough that a target which spins on a full socket\n"
-         "  (tgt before 1.0.89, serving nothing else meanwhile) rarely has to. With --io-size B,\n"
-         "  N = 4 MiB / B, at least 2. A new connection's READs start at 32 KiB and double per\n"
-         "  completion up to B.\n"
+         "  throughput by 20% or more. Each connection: N = 4 READs of B = 512 KiB, 2 MiB in\n"
+         "  flight (a TCP connection from the target carries about 2.5 MB per round trip), in\n"
+         "  READs small enough that a target which spins on a full socket (tgt before 1.0.89,\n"
+         "  serving nothing else meanwhile) rarely has to. With --io-size B, N = 2 MiB / B, at\n"
+         "  least 2. A new connection's READs start at 32 KiB and double per completion up\n"
+         "  to B.\n"
          "  C x (N+1) x B stays within --max-memory (N shrinks first, then C, then B). Any\n"
          "  value given on the command line is used as is.\n";
 }

@@ -40,8 +40,8 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
 
   int n = r.queue_depth;
   if (n == 0) {
-    // No more outstanding than the target's socket takes (4 x 1 MiB by default), but at least 2
-    // so that the next READ is there when one completes.
+    // 2 MiB outstanding (4 x 512 KiB by default; see autotune.h), but at least 2 READs so
+    // that the next one is there when one completes.
     n = std::clamp(static_cast<int>(kOutstandingBytesPerConnection / b), 2, kMaxQueueDepth);
   }
 

@@ -2,18 +2,16 @@
 // long link busy, within a memory cap. Pure logic; thread-compatible.
 //
 // The rule (docs/performance.md has the model and the measurements):
-//   - Every connection: N = 4 READs of B = 1 MiB, i.e. no more outstanding per connection than
-//     the target's socket takes (tgt's tcp_wmem max is 4 MiB), in READs small enough that the
-//     target never has much to push at once. tgt 1.0.85 (Debian 12) writes each Data-In PDU in
-//     one go and spins on a full socket (do_send, fixed upstream in 1.0.89), serving nothing
-//     else meanwhile. Per 2 GiB read through a 1 Gbit/s link with CUBIC senders (the Linux
-//     default): 2 x 2 MiB burnt 9-13 CPU s in tgtd at 0-100 ms one-way, and 10 s even on one
-//     connection at 0 ms (158 MB/s uncapped); 4 x 1 MiB 1-4 s (220 MB/s uncapped), and it
-//     carried more at 16, 32, 64 and 100 ms (docs/performance.md). 12 MiB outstanding was worse
-//     still. Not settled: a later session saw 1 MiB READs burn 10-20 s again at 16-64 ms, and
-//     512 KiB READs stay under 2 s and carry more. One TCP connection from the target carries
-//     about W = 2.5 MB per round trip alone (kWindowBytesPerRtt), so 4 MiB outstanding keeps it
-//     busy.
+//   - Every connection: N = 4 READs of B = 512 KiB, 2 MiB outstanding: less than the target's
+//     socket takes (tgt's tcp_wmem max is 4 MiB), in READs small enough that the target never
+//     has much to push at once. tgt 1.0.85 (Debian 12) writes each Data-In PDU in one go and
+//     spins on a full socket (do_send, fixed upstream in 1.0.89), serving nothing else
+//     meanwhile. Per 2 GiB read through a 1 Gbit/s link with CUBIC senders (the Linux
+//     default), tgtd burnt 9-13 CPU s with 2 x 2 MiB, 1-4 s and later 10-20 s with 4 x 1 MiB,
+//     and 1.3-2.5 s with 2 or 4 x 512 KiB at every delay tried (0-100 ms one-way), which also
+//     carried the most (docs/performance.md). One TCP connection from the target carries
+//     about W = 2.5 MB per round trip alone (kWindowBytesPerRtt); with 2 MiB outstanding a
+//     connection carries at most that, and C makes up the rest.
 //   - B never exceeds the LUN's Block Limits maximum transfer nor the memory cap. A new
 //     connection's READs start at 32 KiB and double per completion up to B.
 //   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
@@ -36,8 +34,8 @@
 
 namespace wanbackup::initiator {
 
-inline constexpr uint64_t kDefaultIoSize = 1 << 20;
-inline constexpr uint64_t kOutstandingBytesPerConnection = 4 << 20;
+inline constexpr uint64_t kDefaultIoSize = 512 << 10;
+inline constexpr uint64_t kOutstandingBytesPerConnection = 2 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;
 inline constexpr double kWindowBytesPerRtt = 2.5e6;

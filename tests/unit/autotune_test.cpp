@@ -31,21 +31,21 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
-TEST_CASE("autotune: 4 x 1 MiB READs per connection, on a LAN as on a long link", "[autotune]") {
+TEST_CASE("autotune: 4 x 512 KiB READs per connection, on a LAN as on a long link", "[autotune]") {
   const TuningPlan lan = PlanTransfer(Lun(500us));
   CHECK(lan.connections == 1);
-  CHECK(lan.io_size == 1u << 20);
+  CHECK(lan.io_size == 512u << 10);
   CHECK(lan.queue_depth == 4);
 
   const TuningPlan wan = PlanTransfer(Lun(32ms));
-  CHECK(wan.io_size == 1u << 20);
+  CHECK(wan.io_size == 512u << 10);
   CHECK(wan.queue_depth == 4);
   CHECK(wan.queue_depth * wan.io_size <= wanbackup::initiator::kOutstandingBytesPerConnection);
   CHECK(wan.adapt_connections);
   CHECK(wan.max_connections >= wan.connections);
 
   TuningRequest small = Lun(32ms);  // smaller READs: more of them, the same bytes outstanding
-  small.io_size = 512 << 10;
+  small.io_size = 256 << 10;
   CHECK(PlanTransfer(small).queue_depth == 8);
 
   TuningRequest big = Lun(32ms);  // the user's B is kept; N never drops below 2
@@ -68,21 +68,21 @@ TEST_CASE("autotune: the paper's baseline is taken as given", "[autotune]") {
 
 TEST_CASE("autotune: the memory cap shrinks queue depth first and then connections", "[autotune]") {
   TuningRequest r = Lun(200ms);
-  r.max_memory = 40ull << 20;  // 30 MiB of buffers after the program's own share
+  r.max_memory = 20ull << 20;  // 15 MiB of buffers after the program's own share
   const TuningPlan p = PlanTransfer(r);
   const uint64_t buffers = static_cast<uint64_t>(p.connections) * (p.queue_depth + 1) * p.io_size;
-  CHECK(buffers <= 30ull << 20);
+  CHECK(buffers <= 15ull << 20);
   CHECK(p.queue_depth == 1);
   CHECK(p.connections == 15);
-  CHECK(p.io_size == 1u << 20);
+  CHECK(p.io_size == 512u << 10);
   CHECK(p.explanation.find("--max-memory") != std::string::npos);
 }
 
 TEST_CASE("autotune: READs never exceed the LUN's transfer limit nor the LUN itself",
           "[autotune]") {
   TuningRequest r = Lun(10ms);
-  r.max_transfer_bytes = 1 << 20;
-  CHECK(PlanTransfer(r).io_size == 1u << 20);
+  r.max_transfer_bytes = 256 << 10;
+  CHECK(PlanTransfer(r).io_size == 256u << 10);
   TuningRequest tiny = Lun(10ms);
   tiny.lun_size = 100 * 512;
   CHECK(PlanTransfer(tiny).io_size == 100u * 512);

@@ -643,7 +643,11 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     return;
   }
   const double rtt_s = std::chrono::duration<double>(rtt_).count();
-  const double ceiling = rtt_s > 0 ? kWindowBytesPerRtt / rtt_s : 0;
+  // What one connection can carry alone: the target's window, or what we keep outstanding on
+  // it if that is less.
+  const double per_rtt = std::min(kWindowBytesPerRtt, static_cast<double>(plan_.queue_depth) *
+                                                          static_cast<double>(plan_.io_size));
+  const double ceiling = rtt_s > 0 ? per_rtt / rtt_s : 0;
   const int want = scaler_.OnMeasurement(up, rate, ceiling);
   WB_TRACE("scaler: %d connections carry %.1f MB/s -> %d", up, rate / 1e6, want);
   if (want > up) {
