@@ -70,7 +70,7 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
   WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(opts.tuning.max_memory));
   // The snapshotter submits whole chunks; the reader splits each into READs of the planned size
-  // (512 KiB, 4 per connection, so the target never has much to push at once: see autotune.h).
+  // (512 KiB, together one bandwidth-delay product in flight: see autotune.h).
   WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenSource(opts.source, opts.target, opts.tuning));
   BlockSource& source = *opened.source;
   if (opened.remote)

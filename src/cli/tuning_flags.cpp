@@ -16,8 +16,9 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
   command
       ->add_option("--queue-depth", flags->queue_depth,
-                   "READs in flight per connection, 1-64; default 4 (with 512K READs, 2M per "
-                   "connection; 2M / --io-size, at least 2, when that is given)")
+                   "READs in flight per connection, 1-64; default: enough that all connections "
+                   "together hold 125 MB/s x RTT, at least 2, at most 4M / --io-size (2 up "
+                   "to about 64 ms one-way)")
       ->check(CLI::Range(1, initiator::kMaxQueueDepth))
       ->group(group);
   command
@@ -49,12 +50,12 @@ std::string AutotuneHelp() {
          "  RTT, else what 1 Gbit/s needs at that RTT when a connection sharing a busy link\n"
          "  carries 0.5 MB per round trip: 125 MB/s x RTT / 0.5 MB, at least 4, at most 16\n"
          "  (8 at 32 ms RTT); while reading, C grows by half as long as each step raises\n"
-         "  throughput by 20% or more. Each connection: N = 4 READs of B = 512 KiB, 2 MiB in\n"
-         "  flight (a TCP connection from the target carries about 2.5 MB per round trip), in\n"
-         "  READs small enough that a target which spins on a full socket (tgt before 1.0.89,\n"
-         "  serving nothing else meanwhile) rarely has to. With --io-size B, N = 2 MiB / B, at\n"
-         "  least 2. A new connection's READs start at 32 KiB and double per completion up\n"
-         "  to B.\n"
+         "  throughput by 20% or more. Each connection: READs of B = 512 KiB, N of them, so\n"
+         "  that the C connections together hold what 1 Gbit/s carries in one round trip:\n"
+         "  N = 125 MB/s x RTT / (C x B), at least 2, at most 4 MiB / B (2 up to about\n"
+         "  64 ms one-way). More in flight only queues in the target, and a target that\n"
+         "  spins on a full socket (tgt before 1.0.89) then carries less. A new connection's\n"
+         "  READs start at 32 KiB and double per completion up to B.\n"
          "  C x (N+1) x B stays within --max-memory (N shrinks first, then C, then B). Any\n"
          "  value given on the command line is used as is.\n";
 }

@@ -40,9 +40,13 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
 
   int n = r.queue_depth;
   if (n == 0) {
-    // 2 MiB outstanding (4 x 512 KiB by default; see autotune.h), but at least 2 READs so
-    // that the next one is there when one completes.
-    n = std::clamp(static_cast<int>(kOutstandingBytesPerConnection / b), 2, kMaxQueueDepth);
+    // Together the C connections keep one bandwidth-delay product of the assumed link
+    // outstanding, at least 2 READs each (the next one is there when one completes) and no
+    // more than the target's socket takes (see autotune.h).
+    const double bdp = kAssumedLinkBytesPerSecond * rtt_s;
+    const int most = std::max(2, static_cast<int>(kOutstandingBytesPerConnection / b));
+    n = static_cast<int>(std::ceil(bdp / static_cast<double>(c) / static_cast<double>(b)));
+    n = std::clamp(n, 2, std::min(most, kMaxQueueDepth));
   }
 
   const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);

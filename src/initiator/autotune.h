@@ -2,16 +2,16 @@
 // long link busy, within a memory cap. Pure logic; thread-compatible.
 //
 // The rule (docs/performance.md has the model and the measurements):
-//   - Every connection: N = 4 READs of B = 512 KiB, 2 MiB outstanding: less than the target's
-//     socket takes (tgt's tcp_wmem max is 4 MiB), in READs small enough that the target never
-//     has much to push at once. tgt 1.0.85 (Debian 12) writes each Data-In PDU in one go and
-//     spins on a full socket (do_send, fixed upstream in 1.0.89), serving nothing else
-//     meanwhile. Per 2 GiB read through a 1 Gbit/s link with CUBIC senders (the Linux
-//     default), tgtd burnt 9-13 CPU s with 2 x 2 MiB, 1-4 s and later 10-20 s with 4 x 1 MiB,
-//     and 1.3-2.5 s with 2 or 4 x 512 KiB at every delay tried (0-100 ms one-way), which also
-//     carried the most (docs/performance.md). One TCP connection from the target carries
-//     about W = 2.5 MB per round trip alone (kWindowBytesPerRtt); with 2 MiB outstanding a
-//     connection carries at most that, and C makes up the rest.
+//   - Every connection: READs of B = 512 KiB, N of them, so that the C connections together
+//     keep one bandwidth-delay product of a 1 Gbit/s link outstanding (125 MB/s · RTT), at
+//     least 2 per connection and no more than the target's socket takes (4 MiB, tgt's tcp_wmem
+//     maximum): N = 2 up to about 64 ms one-way, 3 at 100 ms with 16 connections. More in
+//     flight only queues in the target: tgt 1.0.85 (Debian 12) then burns CPU (10-20 s per
+//     2 GiB read, against about 2 s) and carries less. With CUBIC senders at 16 ms one-way
+//     (9 connections), 4 x 1 MiB carried 99/94 MB/s, 4 x 512 KiB 94/87, 2 x 512 KiB 108/108;
+//     at 64 ms (16 connections) 2 x 512 KiB 79/81 against 71/70 for 4 x 1 MiB
+//     (docs/performance.md). One TCP connection from the target carries about W = 2.5 MB per
+//     round trip alone (kWindowBytesPerRtt).
 //   - B never exceeds the LUN's Block Limits maximum transfer nor the memory cap. A new
 //     connection's READs start at 32 KiB and double per completion up to B.
 //   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
@@ -35,7 +35,7 @@
 namespace wanbackup::initiator {
 
 inline constexpr uint64_t kDefaultIoSize = 512 << 10;
-inline constexpr uint64_t kOutstandingBytesPerConnection = 2 << 20;
+inline constexpr uint64_t kOutstandingBytesPerConnection = 4 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;
 inline constexpr double kWindowBytesPerRtt = 2.5e6;

@@ -31,22 +31,30 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
-TEST_CASE("autotune: 4 x 512 KiB READs per connection, on a LAN as on a long link", "[autotune]") {
+TEST_CASE("autotune: 512 KiB READs, together one bandwidth-delay product in flight", "[autotune]") {
   const TuningPlan lan = PlanTransfer(Lun(500us));
   CHECK(lan.connections == 1);
   CHECK(lan.io_size == 512u << 10);
-  CHECK(lan.queue_depth == 4);
+  CHECK(lan.queue_depth == 2);  // never fewer: the next READ waits when one completes
 
-  const TuningPlan wan = PlanTransfer(Lun(32ms));
+  const TuningPlan wan = PlanTransfer(Lun(32ms));  // 8 connections x 2 x 512 KiB >= 4 MB
   CHECK(wan.io_size == 512u << 10);
-  CHECK(wan.queue_depth == 4);
-  CHECK(wan.queue_depth * wan.io_size <= wanbackup::initiator::kOutstandingBytesPerConnection);
+  CHECK(wan.queue_depth == 2);
   CHECK(wan.adapt_connections);
   CHECK(wan.max_connections >= wan.connections);
 
-  TuningRequest small = Lun(32ms);  // smaller READs: more of them, the same bytes outstanding
+  CHECK(PlanTransfer(Lun(128ms)).queue_depth == 2);  // 16 x 1 MiB >= 16 MB
+  const TuningPlan far = PlanTransfer(Lun(200ms));   // 16 x 1.5 MiB >= 25 MB
+  CHECK(far.connections == 16);
+  CHECK(far.queue_depth == 3);
+  const uint64_t in_flight = static_cast<uint64_t>(far.connections) * far.queue_depth * far.io_size;
+  CHECK(in_flight >= 25'000'000);
+  // No more per connection than the target's socket takes (4 MiB), however long the link.
+  CHECK(PlanTransfer(Lun(2s)).queue_depth == 8);
+
+  TuningRequest small = Lun(200ms);  // smaller READs: more of them, the same bytes outstanding
   small.io_size = 256 << 10;
-  CHECK(PlanTransfer(small).queue_depth == 8);
+  CHECK(PlanTransfer(small).queue_depth == 6);
 
   TuningRequest big = Lun(32ms);  // the user's B is kept; N never drops below 2
   big.io_size = 8 << 20;
