@@ -35,7 +35,7 @@ TEST_CASE("autotune: 512 KiB READs, together one bandwidth-delay product in flig
   const TuningPlan lan = PlanTransfer(Lun(500us));
   CHECK(lan.connections == 1);
   CHECK(lan.io_size == 512u << 10);
-  CHECK(lan.queue_depth == 2);  // never fewer: the next READ waits when one completes
+  CHECK(lan.queue_depth == 2);  // never fewer: the next READ is waiting when one completes
 
   const TuningPlan wan = PlanTransfer(Lun(32ms));  // 8 connections x 2 x 512 KiB >= 4 MB
   CHECK(wan.io_size == 512u << 10);
