@@ -16,7 +16,8 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
   command
       ->add_option("--queue-depth", flags->queue_depth,
-                   "READs in flight per connection, 1-64; default: enough that all connections "
+                   "READs in flight per connection on average (C x N in all; a fast "
+                   "connection takes up to 2 x N), 1-64; default: enough that all connections "
                    "together hold 125 MB/s x RTT, at least 2, at most 4M / --io-size (2 up "
                    "to about 64 ms one-way)")
       ->check(CLI::Range(1, initiator::kMaxQueueDepth))
@@ -55,7 +56,9 @@ std::string AutotuneHelp() {
          "  N = 125 MB/s x RTT / (C x B), at least 2, at most 4 MiB / B (2 up to about\n"
          "  64 ms one-way). More in flight only queues in the target, and a target that\n"
          "  spins on a full socket (tgt before 1.0.89) then carries less. A new connection's\n"
-         "  READs start at 32 KiB and double per completion up to B.\n"
+         "  READs start at 32 KiB and double per completion up to B. The C x N READs are\n"
+         "  shared by speed: each goes to the connection that would finish it first (by what\n"
+         "  it delivered lately), at least 1 and at most 2 x N (and 4 MiB) per connection.\n"
          "  C x (N+1) x B stays within --max-memory (N shrinks first, then C, then B). Any\n"
          "  value given on the command line is used as is.\n";
 }

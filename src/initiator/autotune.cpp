@@ -111,6 +111,39 @@ int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second,
   return std::min(max_, connections + (connections + 1) / 2);
 }
 
+int PerConnectionLimit(int queue_depth, uint64_t io_size) {
+  const uint64_t n = static_cast<uint64_t>(std::max(1, queue_depth));
+  const uint64_t socket = kOutstandingBytesPerConnection / std::max<uint64_t>(1, io_size);
+  return static_cast<int>(std::max(n, std::min(2 * n, socket)));
+}
+
+int ChooseConnection(std::span<const ConnectionLoad> connections, int in_flight, int budget,
+                     int per_connection_limit) {
+  if (in_flight >= budget) return -1;
+  double known = 0;
+  int rated = 0;
+  for (const ConnectionLoad& c : connections) {
+    if (c.usable && c.rate > 0) {
+      known += c.rate;
+      ++rated;
+    }
+  }
+  const double average = rated > 0 ? known / rated : 1.0;
+  int best = -1;
+  double best_finish = 0;
+  for (size_t i = 0; i < connections.size(); ++i) {
+    const ConnectionLoad& c = connections[i];
+    if (!c.usable || c.outstanding >= per_connection_limit) continue;
+    const double rate = c.rate > 0 ? c.rate : average;
+    const double finish = c.outstanding == 0 ? -1.0 : (c.outstanding + 1) / rate;
+    if (best < 0 || finish < best_finish) {
+      best = static_cast<int>(i);
+      best_finish = finish;
+    }
+  }
+  return best;
+}
+
 uint64_t BufferBudget(uint64_t max_memory) {
   const uint64_t reserve = std::min<uint64_t>(16ull << 20, max_memory / 4);
   return max_memory - reserve;

@@ -128,3 +128,56 @@ TEST_CASE("connection scaler: never beyond its maximum", "[autotune]") {
   CHECK(s.OnMeasurement(12, 300e6) == 12);
   CHECK(s.settled());
 }
+
+TEST_CASE("sharing commands: the connection that would finish one first gets it", "[autotune]") {
+  using wanbackup::initiator::ChooseConnection;
+  using wanbackup::initiator::ConnectionLoad;
+  // Two commands each: the one delivering 40 MB/s finishes a third sooner than the 10 MB/s one.
+  std::vector<ConnectionLoad> c{{true, 2, 10e6}, {true, 2, 40e6}};
+  CHECK(ChooseConnection(c, 4, 8, 4) == 1);
+  // Even with three queued, 4 / 40 MB/s beats 2 / 10 MB/s.
+  c = {{true, 1, 10e6}, {true, 3, 40e6}};
+  CHECK(ChooseConnection(c, 4, 8, 4) == 1);
+  // But not beyond the per-connection limit.
+  c = {{true, 1, 10e6}, {true, 4, 40e6}};
+  CHECK(ChooseConnection(c, 5, 8, 4) == 0);
+}
+
+TEST_CASE("sharing commands: an idle connection first, a broken one never", "[autotune]") {
+  using wanbackup::initiator::ChooseConnection;
+  using wanbackup::initiator::ConnectionLoad;
+  std::vector<ConnectionLoad> c{{true, 1, 90e6}, {true, 0, 1e6}, {false, 0, 0}};
+  CHECK(ChooseConnection(c, 1, 8, 4) == 1);  // a slow connection keeps one command at least
+  c = {{true, 2, 90e6}, {false, 0, 0}};
+  CHECK(ChooseConnection(c, 2, 8, 4) == 0);
+  c = {{false, 0, 0}, {false, 0, 0}};
+  CHECK(ChooseConnection(c, 0, 8, 4) == -1);
+}
+
+TEST_CASE("sharing commands: never more than C x N in flight in all", "[autotune]") {
+  using wanbackup::initiator::ChooseConnection;
+  using wanbackup::initiator::ConnectionLoad;
+  std::vector<ConnectionLoad> c{{true, 2, 10e6}, {true, 2, 40e6}};
+  CHECK(ChooseConnection(c, 4, 4, 4) == -1);  // C = 2, N = 2: the budget is spent
+  c = {{true, 4, 10e6}, {true, 4, 40e6}};
+  CHECK(ChooseConnection(c, 8, 16, 4) == -1);  // every connection at its limit
+}
+
+TEST_CASE("sharing commands: a connection whose rate is not known yet counts as average",
+          "[autotune]") {
+  using wanbackup::initiator::ChooseConnection;
+  using wanbackup::initiator::ConnectionLoad;
+  // Average of the known: 20 MB/s. The new one: 3 / 20 MB/s = 150 ms; the 10 MB/s one:
+  // 2 / 10 MB/s = 200 ms; the 30 MB/s one is at its limit.
+  std::vector<ConnectionLoad> c{{true, 1, 10e6}, {true, 4, 30e6}, {true, 2, 0}};
+  CHECK(ChooseConnection(c, 7, 16, 4) == 2);
+}
+
+TEST_CASE("sharing commands: twice N per connection, within the target's socket", "[autotune]") {
+  using wanbackup::initiator::PerConnectionLimit;
+  CHECK(PerConnectionLimit(2, 512 << 10) == 4);
+  CHECK(PerConnectionLimit(3, 512 << 10) == 6);
+  CHECK(PerConnectionLimit(8, 512 << 10) == 8);  // 4 MiB: what tgt's socket takes
+  CHECK(PerConnectionLimit(2, 4 << 20) == 2);    // never below N
+  CHECK(PerConnectionLimit(1, 128 << 10) == 2);  // the paper's baseline has C = 1: budget 1
+}

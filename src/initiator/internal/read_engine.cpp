@@ -26,6 +26,9 @@ namespace {
 // it, stalling its other connections) never finds the socket too small.
 constexpr uint32_t kRampStartBytes = 32 << 10;
 
+// How often each connection's delivery rate is re-estimated, in round trips (at least 50 ms).
+constexpr int kRateIntervalRtts = 2;
+
 // A command is given up after this many retries of BUSY/NOT READY/UNIT ATTENTION kind (the
 // no-progress timeout usually ends things first).
 constexpr int kMaxCommandRetries = 50;
@@ -77,6 +80,8 @@ struct ReadEngine::Slot {
   int outstanding = 0;
   int failures = 0;  // consecutive failed logins or broken connections without progress
   uint32_t ramp_bytes = kRampStartBytes;  // largest READ this connection is ready for
+  uint64_t delivered = 0;                 // bytes completed since the last rate estimate
+  double rate = 0;                        // bytes/s, smoothed; 0 = not known yet
   bool ever_up = false;
   bool broken = false;
   Status broken_reason;
@@ -209,6 +214,7 @@ SourceStats ReadEngine::Stats() const {
 
 void ReadEngine::Run() {
   last_progress_ = Clock::now();
+  rate_tick_ = last_progress_;
   while (!stop_.load()) {
     const auto now = Clock::now();
     TakeSubmissions();
@@ -217,6 +223,7 @@ void ReadEngine::Run() {
       FailAll(Status::Cancelled("reading " + geometry_.name + ": interrupted"));
     }
     if (!failed_) {
+      EstimateRates(now);
       IssueCommands(now);
       MeasureAndScale(now);
       const bool work = !ready_.empty() || commands_in_flight_.load() > 0;
@@ -281,6 +288,8 @@ void ReadEngine::ManageConnections(Clock::time_point now) {
       slot.conn = std::move(c.result).value();
       slot.state = Slot::State::kUp;
       slot.ramp_bytes = kRampStartBytes;
+      slot.delivered = 0;
+      slot.rate = 0;
       slot.broken = false;
       slot.last_tick = now;
       const uint32_t live = ++live_connections_;
@@ -335,19 +344,9 @@ void ReadEngine::IssueCommands(Clock::time_point now) {
       ++i;
       continue;
     }
-    Slot* best = nullptr;
-    int best_index = -1;
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      Slot& slot = *slots_[s];
-      if (slot.state != Slot::State::kUp || slot.broken || slot.outstanding >= plan_.queue_depth) {
-        continue;
-      }
-      if (best == nullptr || slot.outstanding < best->outstanding) {
-        best = &slot;
-        best_index = static_cast<int>(s);
-      }
-    }
-    if (best == nullptr) return;
+    const int best_index = PickConnection();
+    if (best_index < 0) return;
+    Slot* best = slots_[static_cast<size_t>(best_index)].get();
     const uint32_t limit = std::max<uint32_t>(best->ramp_bytes, geometry_.block_size);
     if (cmd->bytes > limit) {
       // Send the first `limit` bytes now; the rest stays first in line as its own command.
@@ -379,6 +378,38 @@ void ReadEngine::IssueCommands(Clock::time_point now) {
     ++commands_in_flight_;
     bytes_in_flight_ += cmd->bytes;
     ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+int ReadEngine::PickConnection() {
+  // C x N commands in flight in all, shared by how fast each connection delivers (autotune.h).
+  loads_.resize(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = *slots_[i];
+    loads_[i] =
+        ConnectionLoad{slot.state == Slot::State::kUp && !slot.broken, slot.outstanding, slot.rate};
+  }
+  const int budget = std::max(1, target_connections_.load()) * plan_.queue_depth;
+  return ChooseConnection(loads_, static_cast<int>(commands_in_flight_.load()), budget,
+                          PerConnectionLimit(plan_.queue_depth, plan_.io_size));
+}
+
+void ReadEngine::EstimateRates(Clock::time_point now) {
+  const auto interval =
+      std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(50), kRateIntervalRtts * rtt_);
+  if (now - rate_tick_ < interval) return;
+  const double seconds = std::chrono::duration<double>(now - rate_tick_).count();
+  rate_tick_ = now;
+  for (auto& slot : slots_) {
+    if (slot->state != Slot::State::kUp) {
+      slot->rate = 0;
+      slot->delivered = 0;
+      continue;
+    }
+    const double sample = static_cast<double>(slot->delivered) / seconds;
+    slot->delivered = 0;
+    if (sample == 0 && slot->outstanding == 0) continue;  // nothing asked: nothing learnt
+    slot->rate = slot->rate > 0 ? 0.75 * slot->rate + 0.25 * sample : sample;
   }
 }
 
@@ -493,6 +524,7 @@ void ReadEngine::OnCommandDone(Command* cmd, int status, scsi_task* task) {
           static_cast<uint32_t>(std::min<uint64_t>(plan_.io_size, uint64_t{slot.ramp_bytes} * 2));
       bytes_read_ += cmd->bytes;
       window_bytes_ += cmd->bytes;
+      slot.delivered += cmd->bytes;
       last_progress_ = now;
       FinishPart(cmd, Status::Ok());
       return;
@@ -611,15 +643,15 @@ Status ReadEngine::NoProgressStatus() const {
 void ReadEngine::MeasureAndScale(Clock::time_point now) {
   if (!plan_.adapt_connections || scaler_.settled()) return;
   int up = 0;
-  bool full = true;
   bool ramped = true;  // every connection is past its start-up ramp
   for (const auto& slot : slots_) {
     if (slot->state != Slot::State::kUp) continue;
     ++up;
-    full = full && slot->outstanding >= plan_.queue_depth;
     ramped = ramped && slot->ramp_bytes >= plan_.io_size;
   }
   const bool all_up = up == target_connections_.load() && up == static_cast<int>(slots_.size());
+  const bool full = static_cast<int>(commands_in_flight_.load()) >=
+                    target_connections_.load() * plan_.queue_depth;
   const bool busy = !ready_.empty() || full;
   if (!all_up || !busy || !ramped) {
     window_valid_ = false;

@@ -59,6 +59,8 @@ class ReadEngine final : public IscsiSource {
   void ManageConnections(Clock::time_point now);
   void StartConnector(size_t slot_index, bool reconnect);
   void IssueCommands(Clock::time_point now);
+  int PickConnection();  // the slot for the next command, or -1
+  void EstimateRates(Clock::time_point now);
   void PollAndService(Clock::time_point now);
   void TearDown(size_t slot_index, const Status& why);
   void OnCommandDone(Command* cmd, int status, scsi_task* task);
@@ -105,6 +107,8 @@ class ReadEngine final : public IscsiSource {
   std::vector<Command*> free_commands_;
   std::deque<Command*> ready_;
   Clock::time_point last_progress_;
+  Clock::time_point rate_tick_{};
+  std::vector<ConnectionLoad> loads_;  // PickConnection's scratch
   Status last_error_;
   bool failed_ = false;
   // Connection scaling.
