@@ -76,13 +76,18 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
                     median("uncapped", "iperf3-8")))
     if senders:
         f.write("\nSenders' TCP (target and iperf3 server; congestion control as chosen with --congestion-control, the rest the host's): %s.\n" % senders)
-    details = {}
-    for r in rows:
-        if r["series"] == "wanbackup":
-            details.setdefault(r["delay_ms"], []).append(r["detail"])
-    f.write("\nwanbackup's connections, peak RSS and tgtd's CPU per run: " + "; ".join(
-        "%s: %s" % (d if d == "uncapped" else d + " ms", " / ".join(dict.fromkeys(details[d])))
-        for d in delays + ["uncapped"] if d in details) + ".\n")  # each distinct detail once
+    def per_run(series, title):
+        details = {}
+        for r in rows:
+            if r["series"] == series:
+                details.setdefault(r["delay_ms"], []).append(r["detail"])
+        f.write("\n" + title + ": " + "; ".join(
+            "%s: %s" % (d if d == "uncapped" else d + " ms", " / ".join(dict.fromkeys(details[d])))
+            for d in delays + ["uncapped"] if d in details) + ".\n")  # each distinct detail once
+
+    per_run("wanbackup", "wanbackup's connections, peak RSS, tgtd's CPU and the hypervisor's "
+            "share of the CPU (steal) per run")
+    per_run("iperf3-8", "iperf3 ×8's duration and steal per run")
 
 with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
     # Names relative to the .gp's own directory (gnuplot runs there), so that the committed file
