@@ -97,6 +97,7 @@ ReadEngine::ReadEngine(IscsiSourceOptions options, std::unique_ptr<Connection> f
       lun_(std::move(lun)),
       rtt_(rtt),
       plan_(std::move(plan)),
+      per_connection_limit_(PerConnectionLimit(plan_.queue_depth, plan_.io_size)),
       scaler_(plan_.connections, plan_.max_connections) {
   IscsiUrl url;
   url.host = options_.connection.host;
@@ -381,6 +382,10 @@ void ReadEngine::IssueCommands(Clock::time_point now) {
   }
 }
 
+int ReadEngine::CommandBudget() const {
+  return std::max(1, target_connections_.load()) * plan_.queue_depth;
+}
+
 int ReadEngine::PickConnection() {
   // C x N commands in flight in all, shared by how fast each connection delivers (autotune.h).
   loads_.resize(slots_.size());
@@ -389,9 +394,8 @@ int ReadEngine::PickConnection() {
     loads_[i] =
         ConnectionLoad{slot.state == Slot::State::kUp && !slot.broken, slot.outstanding, slot.rate};
   }
-  const int budget = std::max(1, target_connections_.load()) * plan_.queue_depth;
-  return ChooseConnection(loads_, static_cast<int>(commands_in_flight_.load()), budget,
-                          PerConnectionLimit(plan_.queue_depth, plan_.io_size));
+  return ChooseConnection(loads_, static_cast<int>(commands_in_flight_.load()), CommandBudget(),
+                          per_connection_limit_);
 }
 
 void ReadEngine::EstimateRates(Clock::time_point now) {
@@ -401,11 +405,7 @@ void ReadEngine::EstimateRates(Clock::time_point now) {
   const double seconds = std::chrono::duration<double>(now - rate_tick_).count();
   rate_tick_ = now;
   for (auto& slot : slots_) {
-    if (slot->state != Slot::State::kUp) {
-      slot->rate = 0;
-      slot->delivered = 0;
-      continue;
-    }
+    if (slot->state != Slot::State::kUp) continue;  // a new login starts it afresh
     const double sample = static_cast<double>(slot->delivered) / seconds;
     slot->delivered = 0;
     if (sample == 0 && slot->outstanding == 0) continue;  // nothing asked: nothing learnt
@@ -650,8 +650,7 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     ramped = ramped && slot->ramp_bytes >= plan_.io_size;
   }
   const bool all_up = up == target_connections_.load() && up == static_cast<int>(slots_.size());
-  const bool full = static_cast<int>(commands_in_flight_.load()) >=
-                    target_connections_.load() * plan_.queue_depth;
+  const bool full = static_cast<int>(commands_in_flight_.load()) >= CommandBudget();
   const bool busy = !ready_.empty() || full;
   if (!all_up || !busy || !ramped) {
     window_valid_ = false;

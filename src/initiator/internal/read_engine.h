@@ -59,7 +59,8 @@ class ReadEngine final : public IscsiSource {
   void ManageConnections(Clock::time_point now);
   void StartConnector(size_t slot_index, bool reconnect);
   void IssueCommands(Clock::time_point now);
-  int PickConnection();  // the slot for the next command, or -1
+  int CommandBudget() const;  // C x N: commands in flight over all connections
+  int PickConnection();       // the slot for the next command, or -1
   void EstimateRates(Clock::time_point now);
   void PollAndService(Clock::time_point now);
   void TearDown(size_t slot_index, const Status& why);
@@ -75,6 +76,7 @@ class ReadEngine final : public IscsiSource {
   const LunInfo lun_;
   const std::chrono::nanoseconds rtt_;
   TuningPlan plan_;
+  const int per_connection_limit_;  // most commands on one connection (autotune.h)
   SourceGeometry geometry_;
   NegotiatedParams negotiated_;
 
