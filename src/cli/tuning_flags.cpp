@@ -59,6 +59,9 @@ std::string AutotuneHelp() {
          "  READs start at 32 KiB and double per completion up to B. The C x N READs are\n"
          "  shared by speed: each goes to the connection that would finish it first (by what\n"
          "  it delivered lately), at least 1 and at most 2 x N (and 4 MiB) per connection.\n"
+         "  Completions are collected at most every 1/8 of the time the other READs in\n"
+         "  flight keep the link busy (at most 1 ms; never with one READ in flight), so the\n"
+         "  reader does not wake for every few packets.\n"
          "  C x (N+1) x B stays within --max-memory (N shrinks first, then C, then B). Any\n"
          "  value given on the command line is used as is.\n";
 }

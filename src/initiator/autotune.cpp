@@ -149,4 +149,12 @@ uint64_t BufferBudget(uint64_t max_memory) {
   return max_memory - reserve;
 }
 
+std::chrono::nanoseconds ServiceInterval(int budget, uint64_t io_size, double bytes_per_second) {
+  if (budget < 2 || io_size == 0 || !(bytes_per_second > 0)) return std::chrono::nanoseconds(0);
+  const double cover_s =
+      static_cast<double>(budget - 1) * static_cast<double>(io_size) / bytes_per_second;
+  const auto pause = std::chrono::nanoseconds(static_cast<int64_t>(cover_s / 8 * 1e9));
+  return std::min<std::chrono::nanoseconds>(pause, kMaxServiceInterval);
+}
+
 }  // namespace wanbackup::initiator

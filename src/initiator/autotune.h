@@ -16,6 +16,8 @@
 //     one-way the fastest of 9 CUBIC connections had a window of 1 MB and sat idle waiting
 //     for commands while others had 150 KB; sharing carried 6/6 copies more (median 95.4
 //     against 89.3 MB/s, docs/performance.md).
+//   - The reader services its sockets at most once per ServiceInterval (below): an eighth of
+//     what the other READs in flight cover, at most 1 ms, so a wake-up is not a few packets.
 //   - B never exceeds the LUN's Block Limits maximum transfer nor the memory cap. A new
 //     connection's READs start at 32 KiB and double per completion up to B.
 //   - C starts at 1 when the RTT is under 2 ms (one connection fills the link; more cost CPU),
@@ -123,5 +125,18 @@ int PerConnectionLimit(int queue_depth, uint64_t io_size);
 // or no usable connection has room.
 int ChooseConnection(std::span<const ConnectionLoad> connections, int in_flight, int budget,
                      int per_connection_limit);
+
+// Coalescing completions. Serviced as soon as anything arrives, the reader woke for every few
+// packets: at 16 ms one-way a 2 GiB copy made ~350,000 poll()s and readv()s of ~6 KB and spent
+// 8 s of CPU, on a machine whose two cores also run the emulated link and the target. Servicing
+// the sockets at most once per ServiceInterval lets each wake-up take what arrived meanwhile (the
+// kernel keeps receiving and acknowledging; only our copy-out waits): 1.8-3 s of CPU, and the
+// copy went from 91-100 to 110-116 MB/s (docs/performance.md). A completion noticed that much
+// later delays the READ that replaces it, so the pause is an eighth of what the other READs in
+// flight keep the link busy for — (budget - 1) x B at the delivered rate — and at most
+// kMaxServiceInterval. With one READ in flight (the paper's modes) or no rate measured yet, it
+// is 0: nothing would hide the delay.
+inline constexpr std::chrono::microseconds kMaxServiceInterval{1000};
+std::chrono::nanoseconds ServiceInterval(int budget, uint64_t io_size, double bytes_per_second);
 
 }  // namespace wanbackup::initiator

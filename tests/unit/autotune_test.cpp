@@ -181,3 +181,24 @@ TEST_CASE("sharing commands: twice N per connection, within the target's socket"
   CHECK(PerConnectionLimit(2, 4 << 20) == 2);    // never below N
   CHECK(PerConnectionLimit(1, 128 << 10) == 2);  // the paper's baseline has C = 1: budget 1
 }
+
+TEST_CASE("coalescing completions: none with one READ in flight or no rate measured",
+          "[autotune]") {
+  using wanbackup::initiator::ServiceInterval;
+  CHECK(ServiceInterval(1, 128 << 10, 100e6).count() == 0);  // the paper's baseline
+  CHECK(ServiceInterval(1, 4 << 20, 100e6).count() == 0);    // the paper's prototype
+  CHECK(ServiceInterval(18, 512 << 10, 0).count() == 0);     // start-up: rate not known
+  CHECK(ServiceInterval(0, 512 << 10, 100e6).count() == 0);
+}
+
+TEST_CASE("coalescing completions: an eighth of what the other READs cover, at most 1 ms",
+          "[autotune]") {
+  using wanbackup::initiator::kMaxServiceInterval;
+  using wanbackup::initiator::ServiceInterval;
+  // 0 ms, one connection, 2 x 512 KiB at 250 MB/s: the other READ covers 2.1 ms.
+  CHECK(ServiceInterval(2, 512 << 10, 250e6) == std::chrono::nanoseconds(262144));
+  // 16 ms one-way, 9 x 2 x 512 KiB at 110 MB/s: 81 ms of cover, capped.
+  CHECK(ServiceInterval(18, 512 << 10, 110e6) == kMaxServiceInterval);
+  // Small READs on a fast link: a few microseconds only.
+  CHECK(ServiceInterval(2, 32 << 10, 200e6) < 25us);
+}

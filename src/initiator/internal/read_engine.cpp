@@ -231,7 +231,16 @@ void ReadEngine::Run() {
       if (!work) last_progress_ = now;  // idle is not stalled
       if (work && now - last_progress_ > options_.retry_timeout) FailAll(NoProgressStatus());
     }
-    PollAndService(now);
+    // Let completions gather for a moment (autotune.h, ServiceInterval) while other READs keep
+    // the link busy; the kernel goes on receiving meanwhile.
+    if (service_interval_.count() > 0 && commands_in_flight_.load() > 1 &&
+        now < last_service_ + service_interval_) {
+      std::this_thread::sleep_until(last_service_ + service_interval_);
+      PollAndService(Clock::now());
+    } else {
+      PollAndService(now);
+    }
+    last_service_ = Clock::now();
   }
 }
 
@@ -411,6 +420,11 @@ void ReadEngine::EstimateRates(Clock::time_point now) {
     if (sample == 0 && slot->outstanding == 0) continue;  // nothing asked: nothing learnt
     slot->rate = slot->rate > 0 ? 0.75 * slot->rate + 0.25 * sample : sample;
   }
+  double total = 0;
+  for (const auto& slot : slots_) {
+    if (slot->state == Slot::State::kUp) total += slot->rate;
+  }
+  service_interval_ = ServiceInterval(CommandBudget(), plan_.io_size, total);
 }
 
 void ReadEngine::PollAndService(Clock::time_point now) {

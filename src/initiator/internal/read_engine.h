@@ -110,6 +110,8 @@ class ReadEngine final : public IscsiSource {
   std::deque<Command*> ready_;
   Clock::time_point last_progress_;
   Clock::time_point rate_tick_{};
+  std::chrono::nanoseconds service_interval_{0};  // coalescing of completions (autotune.h)
+  Clock::time_point last_service_{};
   std::vector<ConnectionLoad> loads_;  // PickConnection's scratch
   Status last_error_;
   bool failed_ = false;
