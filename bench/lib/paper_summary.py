@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Summarizes bench/paper-experiment's raw CSV: medians per delay and series, ratios, the models,
 a Markdown table and a gnuplot script. Usage: paper_summary.py RAW.csv OUT_DIR RATE"""
+import collections
 import csv
 import math
 import os
@@ -94,8 +95,10 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
             if r["series"] == series:
                 details.setdefault(r["delay_ms"], []).append(r["detail"])
         f.write("\n" + title + ": " + "; ".join(
-            "%s: %s" % (d if d == "uncapped" else d + " ms", " / ".join(dict.fromkeys(details[d])))
-            for d in delays + ["uncapped"] if d in details) + ".\n")  # each distinct detail once
+            "%s: %s" % (d if d == "uncapped" else d + " ms", " / ".join(
+                t if n == 1 else "%s (×%d)" % (t, n)
+                for t, n in collections.Counter(details[d]).items()))  # in order of first run
+            for d in delays + ["uncapped"] if d in details) + ".\n")
 
     per_run("wanbackup", "wanbackup's connections, peak RSS, tgtd's CPU and the hypervisor's "
             "share of the CPU (steal) per run")
