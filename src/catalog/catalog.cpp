@@ -56,6 +56,16 @@ CREATE TABLE snapshot_maps (
   PRIMARY KEY (snapshot_id, first_index)
 ) WITHOUT ROWID;
 )sql",
+    // 1 -> 2: sealed snapshot records in the packs (format 2): what each chunks row holds, the
+    // record of each snapshot, and settings that must agree with config.json.
+    R"sql(
+ALTER TABLE chunks ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN record_id INTEGER REFERENCES chunks(id);
+CREATE TABLE settings (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -73,7 +83,8 @@ int64_t NowMs() {
 
 constexpr const char* kSnapshotColumns =
     "id, source, tag, hostname, size_bytes, block_size, chunk_size, started, finished, status, "
-    "bytes_read, bytes_new, bytes_stored, chunks_total, chunks_new, chunks_zero";
+    "bytes_read, bytes_new, bytes_stored, chunks_total, chunks_new, chunks_zero, "
+    "coalesce(record_id, 0)";
 
 SnapshotInfo SnapshotFromRow(const Stmt& s) {
   SnapshotInfo i;
@@ -93,6 +104,7 @@ SnapshotInfo SnapshotFromRow(const Stmt& s) {
   i.chunks_total = static_cast<uint64_t>(s.Int(13));
   i.chunks_new = static_cast<uint64_t>(s.Int(14));
   i.chunks_zero = static_cast<uint64_t>(s.Int(15));
+  i.record_id = s.Int(16);
   return i;
 }
 
@@ -152,6 +164,12 @@ class SqliteCatalog final : public Catalog {
     return sqlite3_last_insert_rowid(db_.get());
   }
 
+  Result<int64_t> AddPackWithSize(const std::string& name, uint64_t size) override {
+    WB_ASSIGN_OR_RETURN(int64_t id, AddPack(name));
+    WB_RETURN_IF_ERROR(SetPackSize(id, size));
+    return id;
+  }
+
   Status SetPackSize(int64_t pack_id, uint64_t size) override {
     set_pack_size_.Bind(1, static_cast<int64_t>(size)).Bind(2, pack_id);
     return set_pack_size_.Run();
@@ -183,7 +201,8 @@ class SqliteCatalog final : public Catalog {
         .Bind(2, c.pack_id)
         .Bind(3, static_cast<int64_t>(c.offset))
         .Bind(4, c.stored_size)
-        .Bind(5, c.raw_size);
+        .Bind(5, c.raw_size)
+        .Bind(6, static_cast<int64_t>(c.kind));
     WB_RETURN_IF_ERROR(add_chunk_.Run());
     return sqlite3_last_insert_rowid(db_.get());
   }
@@ -205,8 +224,8 @@ class SqliteCatalog final : public Catalog {
   Status ForEachChunk(const std::function<Status(const ChunkRecord&)>& fn) override {
     WB_ASSIGN_OR_RETURN(Stmt s,
                         Stmt::Prepare(db_,
-                                      "SELECT id, digest, pack_id, offset, stored_size, raw_size "
-                                      "FROM chunks ORDER BY pack_id, offset"));
+                                      "SELECT id, digest, pack_id, offset, stored_size, raw_size, "
+                                      "kind FROM chunks ORDER BY pack_id, offset"));
     for (;;) {
       WB_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return Status::Ok();
@@ -246,21 +265,74 @@ class SqliteCatalog final : public Catalog {
                         Stmt::Prepare(db_,
                                       "UPDATE snapshots SET status = 'complete', finished = ?, "
                                       "bytes_read = ?, bytes_new = ?, bytes_stored = ?, "
-                                      "chunks_total = ?, chunks_new = ?, chunks_zero = ? "
-                                      "WHERE id = ? AND status = 'running'"));
+                                      "chunks_total = ?, chunks_new = ?, chunks_zero = ?, "
+                                      "record_id = ? WHERE id = ? AND status = 'running'"));
     s.Bind(1, i.finished_unix_ms)
         .Bind(2, static_cast<int64_t>(i.bytes_read))
         .Bind(3, static_cast<int64_t>(i.bytes_new))
         .Bind(4, static_cast<int64_t>(i.bytes_stored))
         .Bind(5, static_cast<int64_t>(i.chunks_total))
         .Bind(6, static_cast<int64_t>(i.chunks_new))
-        .Bind(7, static_cast<int64_t>(i.chunks_zero))
-        .Bind(8, i.id);
+        .Bind(7, static_cast<int64_t>(i.chunks_zero));
+    if (i.record_id != 0) {
+      s.Bind(8, i.record_id);
+    } else {
+      s.BindNull(8);
+    }
+    s.Bind(9, i.id);
     WB_RETURN_IF_ERROR(s.Run());
     if (sqlite3_changes(db_.get()) != 1) {
       return Status::Internal("catalog: snapshot " + std::to_string(i.id) + " is not running");
     }
     return Status::Ok();
+  }
+
+  Status InsertCompleteSnapshot(const SnapshotInfo& i) override {
+    WB_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_,
+                              "INSERT INTO snapshots (id, source, tag, hostname, size_bytes, "
+                              "block_size, chunk_size, started, finished, status, bytes_read, "
+                              "bytes_new, bytes_stored, chunks_total, chunks_new, chunks_zero, "
+                              "record_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'complete', ?, ?, "
+                              "?, ?, ?, ?, ?)"));
+    s.Bind(1, i.id)
+        .Bind(2, i.source)
+        .Bind(3, i.tag)
+        .Bind(4, i.hostname)
+        .Bind(5, static_cast<int64_t>(i.size_bytes))
+        .Bind(6, i.block_size)
+        .Bind(7, i.chunk_size)
+        .Bind(8, i.started_unix_ms)
+        .Bind(9, i.finished_unix_ms)
+        .Bind(10, static_cast<int64_t>(i.bytes_read))
+        .Bind(11, static_cast<int64_t>(i.bytes_new))
+        .Bind(12, static_cast<int64_t>(i.bytes_stored))
+        .Bind(13, static_cast<int64_t>(i.chunks_total))
+        .Bind(14, static_cast<int64_t>(i.chunks_new))
+        .Bind(15, static_cast<int64_t>(i.chunks_zero))
+        .Bind(16, i.record_id);
+    return s.Run();
+  }
+
+  Status SetSnapshotRecord(int64_t snapshot_id, int64_t record_id) override {
+    WB_ASSIGN_OR_RETURN(Stmt s,
+                        Stmt::Prepare(db_, "UPDATE snapshots SET record_id = ? WHERE id = ?"));
+    s.Bind(1, record_id).Bind(2, snapshot_id);
+    return s.Run();
+  }
+
+  Result<std::string> GetSetting(const std::string& key) override {
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "SELECT value FROM settings WHERE key = ?"));
+    s.Bind(1, key);
+    WB_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? s.Text(0) : std::string();
+  }
+
+  Status PutSetting(const std::string& key, const std::string& value) override {
+    WB_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_, "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)"));
+    s.Bind(1, key).Bind(2, value);
+    return s.Run();
   }
 
   Result<int> AbandonRunningSnapshots() override {
@@ -357,6 +429,7 @@ class SqliteCatalog final : public Catalog {
     c.offset = static_cast<uint64_t>(s.Int(3));
     c.stored_size = static_cast<uint32_t>(s.Int(4));
     c.raw_size = static_cast<uint32_t>(s.Int(5));
+    c.kind = static_cast<ChunkKind>(s.Int(6));
     return c;
   }
 
@@ -368,11 +441,12 @@ class SqliteCatalog final : public Catalog {
     WB_ASSIGN_OR_RETURN(find_chunk_, Stmt::Prepare(db_, "SELECT id FROM chunks WHERE digest = ?"));
     WB_ASSIGN_OR_RETURN(add_chunk_, Stmt::Prepare(db_,
                                                   "INSERT INTO chunks (digest, pack_id, offset, "
-                                                  "stored_size, raw_size) VALUES (?, ?, ?, ?, ?)"));
+                                                  "stored_size, raw_size, kind) "
+                                                  "VALUES (?, ?, ?, ?, ?, ?)"));
     WB_ASSIGN_OR_RETURN(get_chunk_,
                         Stmt::Prepare(db_,
                                       "SELECT id, digest, pack_id, offset, "
-                                      "stored_size, raw_size FROM chunks WHERE id = ?"));
+                                      "stored_size, raw_size, kind FROM chunks WHERE id = ?"));
     WB_ASSIGN_OR_RETURN(put_map_, Stmt::Prepare(db_,
                                                 "INSERT OR REPLACE INTO snapshot_maps "
                                                 "(snapshot_id, first_index, count, encoded) "

@@ -21,12 +21,16 @@ namespace wanbackup::catalog {
 
 using Digest = std::array<uint8_t, 32>;
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 // Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 
+// What a chunks row names (the pack record's kind, pipeline/record.h).
+enum class ChunkKind { kData = 0, kMapSegment = 1, kSnapshotRecord = 2 };
+
 struct ChunkRecord {
   int64_t id = 0;
+  ChunkKind kind = ChunkKind::kData;
   Digest digest{};
   int64_t pack_id = 0;
   uint64_t offset = 0;       // of the record in its pack
@@ -53,6 +57,7 @@ struct SnapshotInfo {
   uint64_t chunks_total = 0;
   uint64_t chunks_new = 0;
   uint64_t chunks_zero = 0;
+  int64_t record_id = 0;  // the chunks row of its sealed snapshot record (0: none yet)
   uint64_t chunk_count() const {
     return chunk_size == 0 ? 0 : (size_bytes + chunk_size - 1) / chunk_size;
   }
@@ -102,6 +107,8 @@ class Catalog {
 
   // Packs.
   virtual Result<int64_t> AddPack(const std::string& name) = 0;
+  // For a catalog rebuild: a pack as found on disk.
+  virtual Result<int64_t> AddPackWithSize(const std::string& name, uint64_t size) = 0;
   virtual Status SetPackSize(int64_t pack_id, uint64_t size) = 0;
   virtual Result<std::vector<PackInfo>> Packs() = 0;
 
@@ -115,8 +122,13 @@ class Catalog {
   virtual Result<int64_t> BeginSnapshot(const SnapshotInfo& info) = 0;
   virtual Status PutMapSegment(int64_t snapshot_id, uint64_t first_index,
                                const std::vector<int64_t>& chunk_ids) = 0;
-  // Records the final counters and marks the snapshot complete.
+  // Records the final counters and the sealed record (info.record_id) and marks the snapshot
+  // complete.
   virtual Status FinishSnapshot(const SnapshotInfo& info) = 0;
+  // For a catalog rebuild or a migration: a complete snapshot with its original id.
+  virtual Status InsertCompleteSnapshot(const SnapshotInfo& info) = 0;
+  // For a migration: records the sealed record of an existing complete snapshot.
+  virtual Status SetSnapshotRecord(int64_t snapshot_id, int64_t record_id) = 0;
   // Marks every snapshot still "running" as failed and drops its map (a run that was
   // interrupted; its stored chunks stay and are reused). Returns how many.
   virtual Result<int> AbandonRunningSnapshots() = 0;
@@ -129,6 +141,11 @@ class Catalog {
       const std::function<Status(uint64_t first_index, const std::vector<int64_t>& ids)>& fn) = 0;
 
   virtual Result<CatalogStats> Stats() = 0;
+
+  // Repository settings kept beside config.json (repository id, encryption, KDF floor), so a
+  // config.json edited on its own is noticed. Empty when unset.
+  virtual Result<std::string> GetSetting(const std::string& key) = 0;
+  virtual Status PutSetting(const std::string& key, const std::string& value) = 0;
 
  protected:
   virtual Status CommitTransaction() = 0;

@@ -18,8 +18,8 @@ namespace {
 
 // Every verb, in the order --help lists them.
 constexpr RegisterFn kCommands[] = {
-    RegisterInit,   RegisterSnapshot, RegisterSnapshots, RegisterRestore,
-    RegisterVerify, RegisterKey,      RegisterProbe,     RegisterCopy,
+    RegisterInit, RegisterSnapshot, RegisterSnapshots, RegisterRestore, RegisterVerify,
+    RegisterKey,  RegisterRepair,   RegisterMigrate,   RegisterProbe,   RegisterCopy,
 };
 
 extern "C" void OnTerminationSignal(int signo) {

@@ -12,6 +12,7 @@
 #include "common/units.h"
 #include "pipeline/file_sink.h"
 #include "pipeline/restorer.h"
+#include "pipeline/snapshot_check.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -31,6 +32,8 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   if (opts.verify && opts.to == "-") {
     return Status::InvalidArgument("--verify needs a file or device to read back, not stdout");
   }
+  // Before the destination is even opened: the catalog must agree with the sealed record.
+  WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   pipeline::FileSinkOptions sink_options;
   sink_options.overwrite = opts.force;
   sink_options.expected_size = snap.size_bytes;
@@ -38,6 +41,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
 
   ProgressLine progress(!opts.json && opts.to != "-");
   pipeline::RestoreOptions options;
+  options.record_checked = true;
   options.on_progress = [&progress](const pipeline::RestoreProgress& p) {
     const double s = std::chrono::duration<double>(p.elapsed).count();
     progress.Update(FormatBytes(p.bytes_done) + " / " + FormatBytes(p.bytes_total) + "  " +

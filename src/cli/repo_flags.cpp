@@ -112,7 +112,12 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
                         ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
                                        "Passphrase for " + path + ": ", false));
   }
-  return pipeline::Repository::Open(path, credentials, mode);
+  WB_ASSIGN_OR_RETURN(auto repo, pipeline::Repository::Open(path, credentials, mode));
+  if (mode != pipeline::OpenMode::kRead && config.mode == pipeline::EncryptionMode::kNone) {
+    PrintWarning("repository " + path +
+                 " is NOT encrypted: anyone who can read its files can read the data");
+  }
+  return repo;
 }
 
 Result<catalog::SnapshotInfo> ResolveSnapshot(pipeline::Repository& repo, const std::string& name) {

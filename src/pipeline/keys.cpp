@@ -10,6 +10,7 @@ namespace {
 constexpr char kKdfContext[crypto_kdf_CONTEXTBYTES + 1] = "wanbkup1";
 constexpr uint64_t kDigestKeyId = 1;
 constexpr uint64_t kDataKeyId = 2;
+constexpr uint64_t kConfigKeyId = 3;
 
 }  // namespace
 
@@ -23,6 +24,8 @@ KeySet::KeySet(const Key& master) : encrypted_(true) {
                              master.data());
   crypto_kdf_derive_from_key(data_key_.data(), data_key_.size(), kDataKeyId, kKdfContext,
                              master.data());
+  crypto_kdf_derive_from_key(config_key_.data(), config_key_.size(), kConfigKeyId, kKdfContext,
+                             master.data());
 }
 
 KeySet KeySet::Unencrypted(const std::string& repository_id) {
@@ -31,12 +34,25 @@ KeySet KeySet::Unencrypted(const std::string& repository_id) {
   crypto_generichash(k.digest_key_.data(), k.digest_key_.size(),
                      reinterpret_cast<const unsigned char*>(label.data()), label.size(), nullptr,
                      0);
+  // Public, like the digest key: it catches accidents, not an attacker (threat-model.md).
+  const std::string config_label = "wanbackup unencrypted config " + repository_id;
+  crypto_generichash(k.config_key_.data(), k.config_key_.size(),
+                     reinterpret_cast<const unsigned char*>(config_label.data()),
+                     config_label.size(), nullptr, 0);
   return k;
 }
 
 KeySet::~KeySet() {
   sodium_memzero(digest_key_.data(), digest_key_.size());
   sodium_memzero(data_key_.data(), data_key_.size());
+  sodium_memzero(config_key_.data(), config_key_.size());
+}
+
+Digest KeySet::ConfigMac(const std::string& text) const {
+  Digest d;
+  crypto_generichash(d.data(), d.size(), reinterpret_cast<const unsigned char*>(text.data()),
+                     text.size(), config_key_.data(), config_key_.size());
+  return d;
 }
 
 Digest KeySet::DigestOf(const uint8_t* data, size_t size) const {

@@ -37,12 +37,16 @@ class KeySet {
   // Keyed BLAKE2b-256: reveals nothing about the data without the key.
   Digest DigestOf(const uint8_t* data, size_t size) const;
   const Key& data_key() const { return data_key_; }
+  // Keyed BLAKE2b-256 of config.json's canonical text under its own subkey (format.md, "Keys"):
+  // who lacks the master key cannot make a config.json that passes.
+  Digest ConfigMac(const std::string& text) const;
 
  private:
   KeySet() = default;
   bool encrypted_ = false;
   Key digest_key_{};
   Key data_key_{};
+  Key config_key_{};
 };
 
 // Initializes libsodium; call before anything else here (idempotent, thread-safe).

@@ -96,4 +96,18 @@ Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
   return header;
 }
 
+Result<RecordHeader> ReadRecordHeaderAt(int fd, uint64_t offset, uint32_t stored_size) {
+  uint8_t bytes[kRecordHeaderSize];
+  WB_RETURN_IF_ERROR(PreadAll(fd, bytes, sizeof bytes, offset));
+  WB_ASSIGN_OR_RETURN(RecordHeader header, ParseRecordHeader(bytes));
+  if (header.stored_size != stored_size) {
+    return Status::Corruption("the record's size differs from the catalog's");
+  }
+  return header;
+}
+
+Status ReadPackBytes(int fd, uint64_t offset, uint8_t* data, size_t size) {
+  return PreadAll(fd, data, size, offset);
+}
+
 }  // namespace wanbackup::pipeline

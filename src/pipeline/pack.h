@@ -46,5 +46,9 @@ Status CheckPackHeader(int fd, const std::string& repository_id, const std::stri
 // what the catalog says; the header must agree. Returns the parsed header.
 Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
                                   std::vector<uint8_t>* buffer);
+// Reads only the header of the record at `offset`; its stored size must be `stored_size`.
+Result<RecordHeader> ReadRecordHeaderAt(int fd, uint64_t offset, uint32_t stored_size);
+// Reads `size` bytes at `offset` (Corruption when the file ends first).
+Status ReadPackBytes(int fd, uint64_t offset, uint8_t* data, size_t size);
 
 }  // namespace wanbackup::pipeline

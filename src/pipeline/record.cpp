@@ -21,11 +21,16 @@ uint32_t GetU32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
 
-// Associated data: what the header says about the payload, so it cannot be swapped.
-void AssociatedData(const Digest& digest, uint32_t raw_size, uint8_t flags, uint8_t* ad) {
+// Associated data: what the header says about the payload, so it cannot be swapped. Chunks
+// keep format 1's 37 bytes; other kinds add the kind byte. Returns the length.
+size_t AssociatedData(const Digest& digest, uint32_t raw_size, uint8_t flags, RecordKind kind,
+                      uint8_t* ad) {
   std::memcpy(ad, digest.data(), digest.size());
   PutU32(ad + 32, raw_size);
   ad[36] = flags;
+  if (kind == RecordKind::kChunk) return 37;
+  ad[37] = static_cast<uint8_t>(kind);
+  return 38;
 }
 
 struct Crc32cTable {
@@ -55,6 +60,7 @@ void WriteRecordHeader(const RecordHeader& h, uint8_t* out) {
   std::memcpy(out, kMagic, 4);
   out[4] = kVersion;
   out[5] = h.flags;
+  out[6] = static_cast<uint8_t>(h.kind);
   PutU32(out + 8, h.raw_size);
   PutU32(out + 12, h.stored_size);
   std::memcpy(out + 16, h.digest.data(), h.digest.size());
@@ -68,8 +74,12 @@ Result<RecordHeader> ParseRecordHeader(const uint8_t* in) {
   if (in[4] != kVersion) {
     return Status::Unsupported("record version " + std::to_string(in[4]) + " is unknown");
   }
+  if (in[6] > kMaxRecordKind) {
+    return Status::Unsupported("record kind " + std::to_string(in[6]) + " is unknown");
+  }
   RecordHeader h;
   h.flags = in[5];
+  h.kind = static_cast<RecordKind>(in[6]);
   h.raw_size = GetU32(in + 8);
   h.stored_size = GetU32(in + 12);
   std::memcpy(h.digest.data(), in + 16, h.digest.size());
@@ -99,8 +109,10 @@ const uint8_t* RecordCodec::Compress(const uint8_t* data, size_t size, size_t* o
 }
 
 void RecordCodec::Seal(const uint8_t* payload, size_t payload_size, uint8_t flags,
-                       uint32_t raw_size, const Digest& digest, std::vector<uint8_t>* out) {
+                       uint32_t raw_size, const Digest& digest, std::vector<uint8_t>* out,
+                       RecordKind kind) {
   RecordHeader h;
+  h.kind = kind;
   h.raw_size = raw_size;
   h.digest = digest;
   h.flags = flags | (keys_.encrypted() ? kRecordEncrypted : 0);
@@ -114,12 +126,22 @@ void RecordCodec::Seal(const uint8_t* payload, size_t payload_size, uint8_t flag
     std::memcpy(p, payload, payload_size);
     return;
   }
-  uint8_t ad[37];
-  AssociatedData(digest, raw_size, h.flags, ad);
+  uint8_t ad[38];
+  const size_t ad_size = AssociatedData(digest, raw_size, h.flags, kind, ad);
   randombytes_buf(p, kNonce);
   unsigned long long clen = 0;
-  crypto_aead_xchacha20poly1305_ietf_encrypt(p + kNonce, &clen, payload, payload_size, ad,
-                                             sizeof ad, nullptr, p, keys_.data_key().data());
+  crypto_aead_xchacha20poly1305_ietf_encrypt(p + kNonce, &clen, payload, payload_size, ad, ad_size,
+                                             nullptr, p, keys_.data_key().data());
+}
+
+Digest RecordCodec::SealWhole(const uint8_t* data, size_t size, RecordKind kind,
+                              std::vector<uint8_t>* out) {
+  const Digest digest = keys_.DigestOf(data, size);
+  size_t payload_size = 0;
+  uint8_t flags = 0;
+  const uint8_t* payload = Compress(data, size, &payload_size, &flags);
+  Seal(payload, payload_size, flags, static_cast<uint32_t>(size), digest, out, kind);
+  return digest;
 }
 
 Status RecordCodec::Open(const RecordHeader& h, const uint8_t* payload, uint8_t* out) {
@@ -131,12 +153,12 @@ Status RecordCodec::Open(const RecordHeader& h, const uint8_t* payload, uint8_t*
     if (h.stored_size < kNonce + kTag) return Status::Corruption("record too short");
     plain_size = h.stored_size - kNonce - kTag;
     if (scratch_.size() < plain_size) scratch_.resize(plain_size);
-    uint8_t ad[37];
-    AssociatedData(h.digest, h.raw_size, h.flags, ad);
+    uint8_t ad[38];
+    const size_t ad_size = AssociatedData(h.digest, h.raw_size, h.flags, h.kind, ad);
     unsigned long long mlen = 0;
     if (crypto_aead_xchacha20poly1305_ietf_decrypt(
-            scratch_.data(), &mlen, nullptr, payload + kNonce, h.stored_size - kNonce, ad,
-            sizeof ad, payload, keys_.data_key().data()) != 0) {
+            scratch_.data(), &mlen, nullptr, payload + kNonce, h.stored_size - kNonce, ad, ad_size,
+            payload, keys_.data_key().data()) != 0) {
       return Status::Corruption("authentication failed (the record was altered or damaged)");
     }
     plain = scratch_.data();

@@ -23,8 +23,18 @@ inline constexpr size_t kRecordHeaderSize = 64;
 inline constexpr uint8_t kRecordCompressed = 1;
 inline constexpr uint8_t kRecordEncrypted = 2;
 
+// What a record holds (header byte 6; format 1 wrote zero there, so old records are chunks).
+// The kind is authenticated with the payload, so a chunk cannot pose as a snapshot record.
+enum class RecordKind : uint8_t {
+  kChunk = 0,       // a chunk of a source
+  kMapSegment = 1,  // part of a snapshot's chunk map (snapshot_record.h)
+  kSnapshot = 2,    // a snapshot's metadata and the list of its map segments
+};
+inline constexpr uint8_t kMaxRecordKind = 2;
+
 struct RecordHeader {
   uint8_t flags = 0;
+  RecordKind kind = RecordKind::kChunk;
   uint32_t raw_size = 0;
   uint32_t stored_size = 0;  // payload bytes after the header
   Digest digest{};
@@ -48,7 +58,9 @@ class RecordCodec {
   const uint8_t* Compress(const uint8_t* data, size_t size, size_t* out_size, uint8_t* flags);
   // Appends header + sealed payload to `out`.
   void Seal(const uint8_t* payload, size_t payload_size, uint8_t flags, uint32_t raw_size,
-            const Digest& digest, std::vector<uint8_t>* out);
+            const Digest& digest, std::vector<uint8_t>* out, RecordKind kind = RecordKind::kChunk);
+  // Compresses, seals and appends a whole record of `data` (digest computed here) to `out`.
+  Digest SealWhole(const uint8_t* data, size_t size, RecordKind kind, std::vector<uint8_t>* out);
   // Opens a record's payload into `out` (header.raw_size bytes) and checks the digest.
   // Corruption names what failed (authentication, decompression, digest).
   Status Open(const RecordHeader& header, const uint8_t* payload, uint8_t* out);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -133,6 +134,12 @@ Result<Key> KekFor(const RepositoryConfig& config, const Credentials& c) {
   return KeyFromPassphrase(c.passphrase, config.kdf);
 }
 
+// Settings kept in the catalog (Catalog::GetSetting) that config.json must agree with.
+constexpr const char kSettingId[] = "repository_id";
+constexpr const char kSettingEncrypted[] = "encrypted";
+constexpr const char kSettingKdfOps[] = "kdf_min_opslimit";
+constexpr const char kSettingKdfMem[] = "kdf_min_memlimit";
+
 std::string ConfigJson(const RepositoryConfig& c) {
   nlohmann::json enc = {{"mode", EncryptionModeName(c.mode)}};
   if (c.mode != EncryptionMode::kNone) {
@@ -152,6 +159,7 @@ std::string ConfigJson(const RepositoryConfig& c) {
                       {"chunk_size", c.chunk_size},
                       {"compression", {{"algorithm", "zstd"}, {"level", c.zstd_level}}},
                       {"encryption", enc}};
+  if (!c.authentication.empty()) j["authentication"] = c.authentication;
   return j.dump(2) + "\n";
 }
 
@@ -160,7 +168,7 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
   try {
     const auto j = nlohmann::json::parse(text);
     c.format = j.at("format").get<int>();
-    if (c.format != 1) {
+    if (c.format != 1 && c.format != kRepositoryFormat) {
       return Status::Unsupported(path + ": repository format " + std::to_string(c.format) +
                                  " is not supported by this wanbackup");
     }
@@ -186,6 +194,7 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
       return Status::Unsupported(path + ": unknown encryption mode '" + mode + "'");
     }
     if (c.mode != EncryptionMode::kNone) c.wrapped_key = enc.at("wrapped_key").get<std::string>();
+    if (c.format >= 2) c.authentication = j.at("authentication").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(path + " is damaged: " + e.what());
   }
@@ -196,6 +205,21 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
                               " is out of range");
   }
   return c;
+}
+
+std::string MiB(uint64_t bytes) {
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
+// The authentication code of config.json: keyed over its canonical text without the code.
+std::string Authenticate(RepositoryConfig c, const KeySet& keys) {
+  c.authentication.clear();
+  const Digest mac = keys.ConfigMac(ConfigJson(c));
+  return ToHex(mac.data(), mac.size());
+}
+
+uint64_t ParseSetting(const std::string& value) {
+  return value.empty() ? 0 : std::strtoull(value.c_str(), nullptr, 10);
 }
 
 }  // namespace
@@ -252,13 +276,22 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
     }
     Key master = RandomKey();
     c.wrapped_key = WrapKey(master, kek, c.id);
+    c.authentication = Authenticate(c, KeySet(master));
     sodium_memzero(master.data(), master.size());
     sodium_memzero(kek.data(), kek.size());
+  } else {
+    c.authentication = Authenticate(c, KeySet::Unencrypted(c.id));
   }
 
   if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
   WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
-  { WB_ASSIGN_OR_RETURN(auto catalog, catalog::Catalog::Open(Join(path, kCatalogName), true)); }
+  {
+    Repository repo;
+    repo.path_ = path;
+    repo.config_ = c;
+    WB_ASSIGN_OR_RETURN(repo.catalog_, catalog::Catalog::Open(Join(path, kCatalogName), true));
+    WB_RETURN_IF_ERROR(repo.WriteSettings());
+  }
   ::chmod(Join(path, kCatalogName).c_str(), 0600);
   // config.json last: its presence is what makes the directory a repository.
   WB_RETURN_IF_ERROR(WriteFileAtomic(path, kConfigName, ConfigJson(c)));
@@ -285,21 +318,193 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
   std::unique_ptr<Repository> repo(new Repository());
   repo->path_ = path;
   WB_ASSIGN_OR_RETURN(repo->config_, ReadConfig(path));
-  if (repo->config_.mode == EncryptionMode::kNone) {
-    repo->keys_ = std::make_unique<KeySet>(KeySet::Unencrypted(repo->config_.id));
-  } else {
-    WB_ASSIGN_OR_RETURN(Key kek, KekFor(repo->config_, credentials));
-    Result<Key> master = UnwrapKey(repo->config_.wrapped_key, kek, repo->config_.id);
-    sodium_memzero(kek.data(), kek.size());
-    if (!master.ok()) return master.status();
-    repo->keys_ = std::make_unique<KeySet>(*master);
-    repo->master_ = *master;
-    sodium_memzero(master->data(), master->size());
+  if (repo->config_.format < kRepositoryFormat && mode != OpenMode::kMigrate) {
+    return Status::Unsupported("repository " + path + " has format " +
+                               std::to_string(repo->config_.format) +
+                               ", from before sealed snapshot records; upgrade it once with "
+                               "'wanbackup migrate --repo " +
+                               path + "' (it seals each snapshot; no data is rewritten)");
   }
-  if (mode == OpenMode::kWrite) WB_RETURN_IF_ERROR(repo->Lock());
-  WB_ASSIGN_OR_RETURN(repo->catalog_, catalog::Catalog::Open(Join(path, kCatalogName), false));
+  // The catalog first: the settings it keeps must vouch for config.json before config.json's
+  // KDF parameters are used (a weakened KDF must be refused as such, not as a wrong passphrase).
+  if (mode != OpenMode::kRepair) {
+    WB_RETURN_IF_ERROR(repo->OpenCatalog());
+    if (repo->config_.format >= 2) WB_RETURN_IF_ERROR(repo->CheckSettings());
+  }
+  WB_RETURN_IF_ERROR(repo->Unlock(credentials));
+  if (mode != OpenMode::kRead) WB_RETURN_IF_ERROR(repo->Lock());
+  if (mode == OpenMode::kRepair) return repo;
   WB_RETURN_IF_ERROR(repo->LoadPacks());
   return repo;
+}
+
+Status Repository::Unlock(const Credentials& credentials) {
+  if (config_.mode == EncryptionMode::kNone) {
+    keys_ = std::make_unique<KeySet>(KeySet::Unencrypted(config_.id));
+  } else {
+    WB_ASSIGN_OR_RETURN(Key kek, KekFor(config_, credentials));
+    Result<Key> master = UnwrapKey(config_.wrapped_key, kek, config_.id);
+    sodium_memzero(kek.data(), kek.size());
+    if (!master.ok()) return master.status();
+    keys_ = std::make_unique<KeySet>(*master);
+    master_ = *master;
+    sodium_memzero(master->data(), master->size());
+  }
+  if (config_.format >= 2 && Authenticate(config_, *keys_) != config_.authentication) {
+    return Status::Corruption(path_ + "/" + kConfigName +
+                              " was altered: its authentication code does not match its "
+                              "settings (mode, cipher, KDF, chunk size, compression and id are "
+                              "bound to the repository's key); nothing was written");
+  }
+  return Status::Ok();
+}
+
+Status Repository::OpenCatalog() {
+  const std::string catalog_path = CatalogPath();
+  const std::string repair = "; rebuild it from the packs with 'wanbackup repair catalog --repo " +
+                             path_ + "' (docs/operations.md)";
+  struct stat st {};
+  if (::stat(catalog_path.c_str(), &st) != 0) {
+    return Status::Corruption(catalog_path + " is missing" + repair);
+  }
+  Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(catalog_path, false);
+  if (!cat.ok()) {
+    if (cat.status().code() == StatusCode::kBusy ||
+        cat.status().code() == StatusCode::kPermissionDenied ||
+        cat.status().code() == StatusCode::kUnsupported) {
+      return cat.status();
+    }
+    const std::string& why = cat.status().message();
+    return Status::Corruption(catalog_path + " cannot be used (" + why + ")" +
+                              (why.find("repair catalog") == std::string::npos ? repair : ""));
+  }
+  catalog_ = std::move(*cat);
+  // A damaged file may open and fail at its first real query.
+  Result<catalog::CatalogStats> probe = catalog_->Stats();
+  if (!probe.ok() && probe.status().code() == StatusCode::kCorruption) {
+    return Status::Corruption(catalog_path + " is damaged (" + probe.status().message() + ")" +
+                              repair);
+  }
+  return probe.status();
+}
+
+Status Repository::CheckSettings() {
+  const std::string config_path = path_ + "/" + kConfigName;
+  WB_ASSIGN_OR_RETURN(std::string id, catalog_->GetSetting(kSettingId));
+  if (id.empty()) {
+    return Status::Corruption(CatalogPath() +
+                              " lacks the repository's settings (it was altered); rebuild it with "
+                              "'wanbackup repair catalog --repo " +
+                              path_ + "'");
+  }
+  if (id != config_.id) {
+    return Status::Corruption(config_path + " names repository " + config_.id + " but " +
+                              CatalogPath() + " belongs to " + id +
+                              ": one of them was replaced; nothing was written");
+  }
+  WB_ASSIGN_OR_RETURN(std::string encrypted, catalog_->GetSetting(kSettingEncrypted));
+  const bool config_encrypted = config_.mode != EncryptionMode::kNone;
+  if ((encrypted == "1") != config_encrypted) {
+    return Status::Corruption(config_path + " says the repository is " +
+                              (config_encrypted ? "encrypted" : "not encrypted") +
+                              ", but it was created " +
+                              (config_encrypted ? "without encryption" : "encrypted") +
+                              ": config.json was altered; nothing was written");
+  }
+  if (!config_encrypted) return CheckPacksUnencrypted();
+  if (config_.mode == EncryptionMode::kPassphrase) {
+    WB_ASSIGN_OR_RETURN(std::string ops, catalog_->GetSetting(kSettingKdfOps));
+    WB_ASSIGN_OR_RETURN(std::string mem, catalog_->GetSetting(kSettingKdfMem));
+    if (config_.kdf.opslimit < ParseSetting(ops) || config_.kdf.memlimit < ParseSetting(mem)) {
+      return Status::Corruption(
+          config_path + " asks for a weaker key derivation (Argon2id ops " +
+          std::to_string(config_.kdf.opslimit) + ", " + MiB(config_.kdf.memlimit) +
+          ") than this repository was given (ops " + ops + ", " + MiB(ParseSetting(mem)) +
+          "): config.json was altered; nothing was written");
+    }
+  }
+  return Status::Ok();
+}
+
+// config.json and the catalog say "not encrypted": the packs must agree (their first records).
+Status Repository::CheckPacksUnencrypted() {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, catalog_->Packs());
+  for (const catalog::PackInfo& p : packs) {
+    if (p.size < kPackHeaderSize + kRecordHeaderSize) continue;
+    const int fd = ::open(PackPath(p.name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // a missing pack is verify's to report
+    uint8_t header[kRecordHeaderSize];
+    const Status read = ReadPackBytes(fd, kPackHeaderSize, header, sizeof header);
+    ::close(fd);
+    if (!read.ok()) continue;
+    Result<RecordHeader> h = ParseRecordHeader(header);
+    if (h.ok() && (h->flags & kRecordEncrypted) != 0) {
+      return Status::Corruption(path_ + "/" + kConfigName +
+                                " says the repository is not encrypted, but its packs hold "
+                                "encrypted records: it was altered; nothing was written");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Repository::WriteSettings(catalog::Catalog* into) {
+  catalog::Catalog& cat = into != nullptr ? *into : *catalog_;
+  WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
+  WB_RETURN_IF_ERROR(cat.PutSetting(kSettingId, config_.id));
+  WB_RETURN_IF_ERROR(
+      cat.PutSetting(kSettingEncrypted, config_.mode != EncryptionMode::kNone ? "1" : "0"));
+  if (config_.mode == EncryptionMode::kPassphrase) {
+    WB_RETURN_IF_ERROR(cat.PutSetting(kSettingKdfOps, std::to_string(config_.kdf.opslimit)));
+    WB_RETURN_IF_ERROR(cat.PutSetting(kSettingKdfMem, std::to_string(config_.kdf.memlimit)));
+  }
+  return txn->Commit();
+}
+
+Status Repository::UpgradeConfig() {
+  if (lock_fd_ < 0) return Status::Internal("UpgradeConfig needs the writer lock");
+  RepositoryConfig updated = config_;
+  updated.format = kRepositoryFormat;
+  updated.authentication = Authenticate(updated, *keys_);
+  WB_RETURN_IF_ERROR(WriteFileAtomic(path_, kConfigName, ConfigJson(updated)));
+  config_ = updated;
+  return Status::Ok();
+}
+
+std::string Repository::CatalogPath() const {
+  return Join(path_, kCatalogName);
+}
+
+Status Repository::InstallCatalog(const std::string& built_path, std::string* kept_as) {
+  if (lock_fd_ < 0) return Status::Internal("InstallCatalog needs the writer lock");
+  catalog_.reset();
+  const std::string target = CatalogPath();
+  kept_as->clear();
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0) {
+    std::string stamp = NowIso8601();
+    for (char& ch : stamp) {
+      if (ch == ':') ch = '-';
+    }
+    *kept_as = target + ".damaged-" + stamp;
+    if (::rename(target.c_str(), kept_as->c_str()) != 0) {
+      return Status::FromErrno(errno, "moving the old catalog aside");
+    }
+  }
+  // The old catalog's WAL must never meet the new database.
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string side = target + suffix;
+    if (::stat(side.c_str(), &st) != 0) continue;
+    const std::string dest = kept_as->empty() ? side + ".damaged" : *kept_as + suffix;
+    if (::rename(side.c_str(), dest.c_str()) != 0) {
+      return Status::FromErrno(errno, "moving " + side + " aside");
+    }
+  }
+  if (::rename(built_path.c_str(), target.c_str()) != 0) {
+    return Status::FromErrno(errno, "installing the rebuilt catalog");
+  }
+  WB_RETURN_IF_ERROR(SyncDir(path_));
+  WB_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Open(target, false));
+  return LoadPacks();
 }
 
 Repository::~Repository() {
@@ -408,9 +613,23 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
   }
   updated.wrapped_key = WrapKey(master_, kek, config_.id);
   sodium_memzero(kek.data(), kek.size());
+  updated.authentication = Authenticate(updated, *keys_);
+  // The catalog's KDF floor may never exceed what config.json holds, even if we crash between
+  // the two writes: lower it to the smaller of old and new first, then set it to the new.
+  if (mode == EncryptionMode::kPassphrase) {
+    RepositoryConfig floor = updated;
+    if (config_.mode == EncryptionMode::kPassphrase) {
+      floor.kdf.opslimit = std::min(config_.kdf.opslimit, updated.kdf.opslimit);
+      floor.kdf.memlimit = std::min(config_.kdf.memlimit, updated.kdf.memlimit);
+    }
+    std::swap(config_, floor);
+    Status s = WriteSettings();
+    std::swap(config_, floor);
+    WB_RETURN_IF_ERROR(s);
+  }
   WB_RETURN_IF_ERROR(WriteFileAtomic(path_, kConfigName, ConfigJson(updated)));
   config_ = updated;
-  return Status::Ok();
+  return WriteSettings();
 }
 
 }  // namespace wanbackup::pipeline

@@ -22,15 +22,20 @@ namespace wanbackup::pipeline {
 
 enum class EncryptionMode { kPassphrase, kKeyFile, kNone };
 
+// Format 2: sealed snapshot records in the packs and an authenticated config.json. Format 1
+// repositories open only for `wanbackup migrate`.
+inline constexpr int kRepositoryFormat = 2;
+
 struct RepositoryConfig {
-  int format = 1;
+  int format = kRepositoryFormat;
   std::string id;  // 32 hex digits
   std::string created;
   uint32_t chunk_size = 4 << 20;
   int zstd_level = 3;
   EncryptionMode mode = EncryptionMode::kPassphrase;
   KdfParams kdf;
-  std::string wrapped_key;  // hex; empty without encryption
+  std::string wrapped_key;     // hex; empty without encryption
+  std::string authentication;  // hex KeySet::ConfigMac of the rest (format 2)
 };
 
 // How to unlock a repository: its passphrase or its key file.
@@ -47,7 +52,9 @@ struct InitOptions {
   KdfParams kdf = {};       // salt filled in by Init
 };
 
-enum class OpenMode { kRead, kWrite };
+// kRead: no lock. kWrite: the writer lock. kMigrate: the writer lock, and a format-1 repository
+// is accepted. kRepair: the writer lock, keys unlocked, no catalog opened (it may be damaged).
+enum class OpenMode { kRead, kWrite, kMigrate, kRepair };
 
 class Repository {
  public:
@@ -58,7 +65,8 @@ class Repository {
   // Reads a repository's config.json without unlocking it (to learn what it needs).
   static Result<RepositoryConfig> ReadConfig(const std::string& path);
   // Opens it; kWrite takes the writer lock. Wrong credentials: AuthFailed. Not a repository:
-  // NotFound.
+  // NotFound. A config.json or catalog that was altered, or that disagree: Corruption, before
+  // anything is written. A damaged or missing catalog: Corruption naming 'repair catalog'.
   static Result<std::unique_ptr<Repository>> Open(const std::string& path,
                                                   const Credentials& credentials, OpenMode mode);
   ~Repository();
@@ -69,6 +77,15 @@ class Repository {
   catalog::Catalog& catalog() { return *catalog_; }
 
   std::string PackPath(const std::string& name) const;
+  std::string CatalogPath() const;
+  // Replaces catalog.db by the catalog built at `built_path` (repair catalog): the old one and
+  // its WAL are kept beside it as catalog.db.damaged-TIME. REQUIRES: opened with kRepair.
+  Status InstallCatalog(const std::string& built_path, std::string* kept_as);
+  // Records the settings config.json must agree with (repository id, encryption, KDF floor) in
+  // the catalog, in its own transaction.
+  Status WriteSettings(catalog::Catalog* into = nullptr);
+  // Rewrites config.json as format 2, authenticated. REQUIRES: opened with kMigrate.
+  Status UpgradeConfig();
   // A new pack with a random name, registered in the catalog (in the caller's transaction).
   Result<std::unique_ptr<PackWriter>> NewPack(int64_t* pack_id);
   // An open read descriptor for the pack (cached; thread-safe). Packs the catalog gained after
@@ -84,6 +101,10 @@ class Repository {
  private:
   Repository() = default;
   Status Lock();
+  Status Unlock(const Credentials& credentials);
+  Status OpenCatalog();
+  Status CheckSettings();
+  Status CheckPacksUnencrypted();
 
   std::string path_;
   RepositoryConfig config_;

@@ -10,6 +10,7 @@
 #include "pipeline/file_source.h"
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
+#include "pipeline/snapshot_check.h"
 #include "pipeline/zero.h"
 
 namespace wanbackup::pipeline {
@@ -43,6 +44,7 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
   if (snap.status != catalog::SnapshotStatus::kComplete) {
     return Status::InvalidArgument("snapshot " + std::to_string(snap.id) + " is not complete");
   }
+  if (!options.record_checked) WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, snap, true));
   const bool ordered = sink.sequential_only();
   const int workers =
       ordered ? 1

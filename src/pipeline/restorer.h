@@ -28,6 +28,9 @@ struct RestoreProgress {
 
 struct RestoreOptions {
   int workers = 0;  // 0: one per core
+  // The caller already ran CheckSnapshotAgainstRecord(..., true) (snapshot_check.h) before
+  // opening the sink; else RestoreSnapshot runs it before writing anything.
+  bool record_checked = false;
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const RestoreProgress&)> on_progress;  // called on the calling thread
 };
@@ -38,7 +41,8 @@ struct RestoreResult {
   std::chrono::nanoseconds elapsed{0};
 };
 
-// Writes every chunk of `snapshot` to `sink` and finishes it (fsync, final size).
+// Checks the snapshot against its sealed record, then writes every chunk of `snapshot` to `sink`
+// and finishes it (fsync, final size).
 Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snapshot,
                                       BlockSink& sink, const RestoreOptions& options);
 

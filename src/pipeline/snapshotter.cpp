@@ -14,6 +14,7 @@
 #include "common/cancel.h"
 #include "common/failpoint.h"
 #include "pipeline/record.h"
+#include "pipeline/snapshot_sealer.h"
 #include "pipeline/work_queue.h"
 #include "pipeline/zero.h"
 
@@ -91,7 +92,9 @@ class Snapshotter {
   Status Coordinate();
   Status OnHashed(Outcome& o);
   Status OnEncoded(Outcome& o);
-  Status Resolve(uint64_t index, int64_t chunk_id);
+  Status Resolve(uint64_t index, int64_t chunk_id, const Digest& digest);
+  Result<int64_t> StoreRecord(const std::vector<uint8_t>& record, const Digest& digest,
+                              RecordKind kind, uint32_t raw_size);
   Status Commit(bool force);
   Status StartPack();
   Status SyncPack();
@@ -121,6 +124,7 @@ class Snapshotter {
   // Coordinator state.
   catalog::SnapshotInfo info_;
   std::unique_ptr<catalog::Catalog::Transaction> txn_;
+  std::unique_ptr<SnapshotSealer> sealer_;
   std::unique_ptr<PackWriter> pack_;
   int64_t pack_id_ = 0;
   uint64_t stored_since_commit_ = 0;
@@ -269,7 +273,8 @@ Status Snapshotter::Commit(bool force) {
   return Status::Ok();
 }
 
-Status Snapshotter::Resolve(uint64_t index, int64_t chunk_id) {
+Status Snapshotter::Resolve(uint64_t index, int64_t chunk_id, const Digest& digest) {
+  WB_RETURN_IF_ERROR(sealer_->Add(index, digest));
   const uint64_t first = index / catalog::kMapSegmentChunks * catalog::kMapSegmentChunks;
   auto& [ids, filled] = segments_[first];
   const uint64_t count = std::min(catalog::kMapSegmentChunks, chunk_count_ - first);
@@ -301,32 +306,40 @@ Status Snapshotter::OnHashed(Outcome& o) {
   clock_.dedup += ThreadCpuNs() - t0;
   if (known) {
     buffers_->Put(o.buffer);
-    return Resolve(o.index, *known);
+    return Resolve(o.index, *known, o.digest);
   }
   pending_[o.digest].push_back(o.index);
   jobs_.Push(Job{Job::Kind::kEncode, o.index, o.buffer, o.length, o.digest});
   return Status::Ok();
 }
 
-Status Snapshotter::OnEncoded(Outcome& o) {
+// Appends a whole record to the pack and names it in the catalog (in the open transaction).
+Result<int64_t> Snapshotter::StoreRecord(const std::vector<uint8_t>& record, const Digest& digest,
+                                         RecordKind kind, uint32_t raw_size) {
   int64_t t0 = ThreadCpuNs();
   if (!pack_) WB_RETURN_IF_ERROR(StartPack());  // packs start with their first record
-  WB_ASSIGN_OR_RETURN(uint64_t offset, pack_->Append(o.record.data(), o.record.size()));
+  WB_ASSIGN_OR_RETURN(uint64_t offset, pack_->Append(record.data(), record.size()));
   WB_FAILPOINT("snapshot.after-pack-write");
   int64_t t1 = ThreadCpuNs();
   clock_.write += t1 - t0;
   catalog::ChunkRecord chunk;
-  chunk.digest = o.digest;
+  chunk.kind = static_cast<catalog::ChunkKind>(kind);
+  chunk.digest = digest;
   chunk.pack_id = pack_id_;
   chunk.offset = offset;
-  chunk.stored_size = static_cast<uint32_t>(o.record.size() - kRecordHeaderSize);
-  chunk.raw_size = o.length;
+  chunk.stored_size = static_cast<uint32_t>(record.size() - kRecordHeaderSize);
+  chunk.raw_size = raw_size;
   WB_ASSIGN_OR_RETURN(int64_t id, catalog_.AddChunk(chunk));
   clock_.catalog += ThreadCpuNs() - t1;
+  info_.bytes_stored += record.size();
+  stored_since_commit_ += record.size();
+  return id;
+}
+
+Status Snapshotter::OnEncoded(Outcome& o) {
+  WB_ASSIGN_OR_RETURN(int64_t id, StoreRecord(o.record, o.digest, RecordKind::kChunk, o.length));
   info_.chunks_new += 1;
   info_.bytes_new += o.length;
-  info_.bytes_stored += o.record.size();
-  stored_since_commit_ += o.record.size();
   {
     std::lock_guard<std::mutex> lock(records_mu_);
     spare_records_.push_back(std::move(o.record));
@@ -336,7 +349,7 @@ Status Snapshotter::OnEncoded(Outcome& o) {
   std::vector<uint64_t> indices = std::move(waiting->second);
   pending_.erase(waiting);
   for (uint64_t index : indices)
-    WB_RETURN_IF_ERROR(Resolve(index, id));
+    WB_RETURN_IF_ERROR(Resolve(index, id, o.digest));
   return Commit(false);
 }
 
@@ -373,7 +386,7 @@ Status Snapshotter::Coordinate() {
       case Outcome::Kind::kZero:
         info_.bytes_read += o->length;
         ++info_.chunks_zero;
-        WB_RETURN_IF_ERROR(Resolve(o->index, 0));
+        WB_RETURN_IF_ERROR(Resolve(o->index, 0, kZeroChunkDigest));
         break;
       case Outcome::Kind::kHashed:
         WB_RETURN_IF_ERROR(OnHashed(*o));
@@ -414,6 +427,10 @@ Result<SnapshotResult> Snapshotter::Run() {
     WB_RETURN_IF_ERROR(txn->Commit());
   }
   info_.chunks_total = chunk_count_;
+  sealer_ = std::make_unique<SnapshotSealer>(
+      repo_.keys(), repo_.config().zstd_level, catalog_, chunk_count_,
+      [this](const std::vector<uint8_t>& record, const Digest& digest, RecordKind kind,
+             uint32_t raw_size) { return StoreRecord(record, digest, kind, raw_size); });
 
   // Buffers: enough for the source's window and every worker, within the memory budget.
   const size_t wanted = source_.preferred_in_flight() + 2 * static_cast<size_t>(workers_) + 2;
@@ -460,10 +477,16 @@ Result<SnapshotResult> Snapshotter::Run() {
   for (auto& [first, segment] : segments_) {  // only when the source was empty
     WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, segment.first));
   }
-  WB_FAILPOINT("snapshot.before-finish");
-  WB_RETURN_IF_ERROR(SyncPack());
+  // The sealed snapshot record goes into the pack with everything it names, and the same
+  // fsync makes it durable before the catalog's final commit (docs/durability.md).
   info_.finished_unix_ms = UnixMs();
   info_.status = catalog::SnapshotStatus::kComplete;
+  const uint64_t bytes_stored = info_.bytes_stored;
+  WB_ASSIGN_OR_RETURN(const int64_t record_id, sealer_->Finish(repo_.config().id, info_));
+  info_.bytes_stored = bytes_stored;  // as sealed: the record cannot count its own bytes
+  WB_FAILPOINT("snapshot.before-finish");
+  WB_RETURN_IF_ERROR(SyncPack());
+  info_.record_id = record_id;
   WB_RETURN_IF_ERROR(catalog_.FinishSnapshot(info_));
   WB_RETURN_IF_ERROR(txn_->Commit());
   txn_.reset();

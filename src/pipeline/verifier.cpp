@@ -11,6 +11,7 @@
 #include "common/cancel.h"
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
+#include "pipeline/snapshot_check.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -149,6 +150,14 @@ Result<VerifyReport> VerifyRepository(Repository& repo, const VerifyOptions& opt
       if (s.code() != StatusCode::kCorruption) return s;
       report.damage.push_back(DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size,
                                            "its chunk map is damaged: " + s.message()});
+      continue;
+    }
+    // The catalog row and map must be what the snapshot sealed when it was taken.
+    Status sealed = CheckSnapshotAgainstRecord(repo, snap, false);
+    if (!sealed.ok()) {
+      if (sealed.code() != StatusCode::kCorruption) return sealed;
+      report.damage.push_back(
+          DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size, sealed.message()});
     }
   }
   return report;

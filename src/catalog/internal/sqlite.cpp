@@ -12,7 +12,9 @@ Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
       return Status::Busy(msg);
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-      return Status::Corruption(msg);
+      return Status::Corruption(msg +
+                                " (catalog.db is damaged: 'wanbackup repair catalog' rebuilds it "
+                                "from the packs)");
     case SQLITE_CANTOPEN:
       return Status::NotFound(msg);
     case SQLITE_READONLY:

@@ -1,0 +1,96 @@
+// wanbackup repair catalog: rebuild catalog.db from the packs alone.
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/progress.h"
+#include "cli/repo_flags.h"
+#include "common/units.h"
+#include "pipeline/catalog_rebuild.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct RepairCatalogOptions {
+  RepoFlags repo;
+  bool json = false;
+};
+
+void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
+  if (json) {
+    nlohmann::json j = {{"complete", r.complete()},
+                        {"packs", r.packs},
+                        {"records", r.records},
+                        {"duplicates", r.duplicates},
+                        {"damaged_records", r.damaged_records},
+                        {"torn_bytes", r.torn_bytes},
+                        {"snapshots", r.snapshots},
+                        {"problems", r.problems},
+                        {"old_catalog", r.old_catalog},
+                        {"seconds", seconds}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  for (const std::string& p : r.problems)
+    PrintWarning(p);
+  std::string ids;
+  for (int64_t id : r.snapshots)
+    ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  PrintInfo("rebuilt the catalog from " + std::to_string(r.packs) + " packs in " +
+            FormatDuration(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::duration<double>(seconds))) +
+            ": " + std::to_string(r.records) + " records, " + std::to_string(r.snapshots.size()) +
+            " snapshots (" + (ids.empty() ? "none" : ids) + ")");
+  if (!r.old_catalog.empty()) PrintInfo("the old catalog is kept as " + r.old_catalog);
+  PrintInfo("the job history is not in the packs and starts afresh; run 'wanbackup verify'");
+}
+
+Status RunRepairCatalog(const RepairCatalogOptions& opts) {
+  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRepair));
+  ProgressLine progress(!opts.json);
+  pipeline::RebuildOptions options;
+  options.on_progress = [&progress](uint64_t done, uint64_t total) {
+    progress.Update("read " + FormatBytes(done) + " of " + FormatBytes(total) + " of packs");
+  };
+  const auto start = std::chrono::steady_clock::now();
+  WB_ASSIGN_OR_RETURN(pipeline::RebuildReport report, pipeline::RebuildCatalog(*repo, options));
+  progress.Clear();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PrintReport(report, seconds, opts.json);
+  if (!report.complete()) {
+    return Status::Corruption("the catalog was rebuilt, but " +
+                              std::to_string(report.problems.size()) +
+                              " problem(s) were found in the packs (listed above)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterRepair(CLI::App& app, Runner* runner) {
+  CLI::App* repair = app.add_subcommand("repair", "Rebuild what can be rebuilt from the packs");
+  repair->require_subcommand(1);
+  auto opts = std::make_shared<RepairCatalogOptions>();
+  CLI::App* cmd = repair->add_subcommand(
+      "catalog", "Rebuild catalog.db from the packs (after it was deleted, truncated or damaged)");
+  AddRepoFlags(cmd, &opts->repo);
+  cmd->add_flag("--json", opts->json, "print a JSON report");
+  cmd->footer(
+      "\nReads every pack, authenticates every record, and builds a new catalog.db beside the\n"
+      "old one: packs, chunks, and every complete snapshot with its id, source, tag, times,\n"
+      "sizes and chunk map, taken from the snapshot's sealed record. The new catalog replaces\n"
+      "the old one only when it is complete; the old file is kept as catalog.db.damaged-TIME.\n"
+      "The job history is not in the packs and starts afresh. Takes the writer lock.\n"
+      "Exit status 3 when records were damaged or a snapshot could not be rebuilt (named).\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup repair catalog --repo /backup/db\n"
+      "  wanbackup repair catalog --repo /backup/db --json && wanbackup verify --repo /backup/db");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunRepairCatalog(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,38 @@
+// Rebuilding catalog.db from the packs alone (`wanbackup repair catalog`): packs are
+// self-describing (every record names its kind, digest and sizes) and hold each complete
+// snapshot's sealed record and map, so chunks, packs, snapshots (same ids, tags, sizes, times)
+// and their maps come back; the job history does not. The new catalog is built beside the old
+// one and swapped in only when complete; the old file is kept (docs/operations.md, "Recovery").
+//
+// Runs on the calling thread. REQUIRES: the repository opened with OpenMode::kRepair.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "pipeline/repository.h"
+
+namespace wanbackup::pipeline {
+
+struct RebuildReport {
+  uint64_t packs = 0;
+  uint64_t records = 0;               // authenticated records indexed
+  uint64_t duplicates = 0;            // records whose digest an earlier record already had
+  uint64_t damaged_records = 0;       // failed authentication; left out
+  uint64_t torn_bytes = 0;            // pack tails that are not whole records (interrupted writes)
+  std::vector<int64_t> snapshots;     // rebuilt, by id
+  std::vector<std::string> problems;  // one line each: what was left out and why
+  std::string old_catalog;            // where the replaced catalog was kept ("" if none)
+  bool complete() const { return damaged_records == 0 && problems.empty(); }
+};
+
+struct RebuildOptions {
+  std::function<void(uint64_t bytes_done, uint64_t bytes_total)> on_progress;
+};
+
+Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options);
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,142 @@
+#include "pipeline/snapshot_record.h"
+
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace wanbackup::pipeline {
+namespace {
+
+constexpr char kSegmentMagic[4] = {'W', 'B', 'M', 'S'};
+constexpr uint8_t kSegmentVersion = 1;
+constexpr int kSnapshotRecordVersion = 1;
+
+void PutU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t GetU32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+}  // namespace
+
+uint64_t SealedSegmentCount(uint64_t size_bytes, uint32_t chunk_size) {
+  if (chunk_size == 0) return 0;
+  const uint64_t chunks = (size_bytes + chunk_size - 1) / chunk_size;
+  return (chunks + kSealedSegmentChunks - 1) / kSealedSegmentChunks;
+}
+
+std::string EncodeMapSegment(const std::vector<Digest>& digests) {
+  std::string out(kMapSegmentHeaderSize + digests.size() * sizeof(Digest), '\0');
+  auto* p = reinterpret_cast<uint8_t*>(out.data());
+  std::memcpy(p, kSegmentMagic, sizeof kSegmentMagic);
+  p[4] = kSegmentVersion;
+  PutU32(p + 8, static_cast<uint32_t>(digests.size()));
+  for (size_t i = 0; i < digests.size(); ++i)
+    std::memcpy(p + kMapSegmentHeaderSize + i * sizeof(Digest), digests[i].data(), sizeof(Digest));
+  return out;
+}
+
+Result<std::vector<Digest>> DecodeMapSegment(const uint8_t* data, size_t size) {
+  if (size < kMapSegmentHeaderSize || std::memcmp(data, kSegmentMagic, 4) != 0) {
+    return Status::Corruption("a map segment record has no segment header");
+  }
+  if (data[4] != kSegmentVersion) {
+    return Status::Unsupported("map segment version " + std::to_string(data[4]) + " is unknown");
+  }
+  const uint32_t count = GetU32(data + 8);
+  if (count == 0 || count > kSealedSegmentChunks ||
+      size != kMapSegmentHeaderSize + uint64_t{count} * sizeof(Digest)) {
+    return Status::Corruption("a map segment record has the wrong size for its " +
+                              std::to_string(count) + " entries");
+  }
+  std::vector<Digest> digests(count);
+  for (uint32_t i = 0; i < count; ++i)
+    std::memcpy(digests[i].data(), data + kMapSegmentHeaderSize + size_t{i} * sizeof(Digest),
+                sizeof(Digest));
+  return digests;
+}
+
+std::string EncodeSnapshotRecord(const SnapshotRecord& r) {
+  const catalog::SnapshotInfo& i = r.info;
+  nlohmann::json segments = nlohmann::json::array();
+  for (const Digest& d : r.segments)
+    segments.push_back(ToHex(d.data(), d.size()));
+  const nlohmann::json j = {{"version", kSnapshotRecordVersion},
+                            {"repository_id", r.repository_id},
+                            {"id", i.id},
+                            {"source", i.source},
+                            {"tag", i.tag},
+                            {"hostname", i.hostname},
+                            {"size_bytes", i.size_bytes},
+                            {"block_size", i.block_size},
+                            {"chunk_size", i.chunk_size},
+                            {"started_unix_ms", i.started_unix_ms},
+                            {"finished_unix_ms", i.finished_unix_ms},
+                            {"bytes_read", i.bytes_read},
+                            {"bytes_new", i.bytes_new},
+                            {"bytes_stored", i.bytes_stored},
+                            {"chunks_total", i.chunks_total},
+                            {"chunks_new", i.chunks_new},
+                            {"chunks_zero", i.chunks_zero},
+                            {"segment_chunks", kSealedSegmentChunks},
+                            {"segments", segments}};
+  return j.dump();
+}
+
+Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
+  if (size > kMaxSnapshotRecordSize) return Status::Corruption("a snapshot record is too large");
+  SnapshotRecord r;
+  catalog::SnapshotInfo& i = r.info;
+  try {
+    const auto j = nlohmann::json::parse(data, data + size);
+    const int version = j.at("version").get<int>();
+    if (version != kSnapshotRecordVersion) {
+      return Status::Unsupported("snapshot record version " + std::to_string(version) +
+                                 " is unknown");
+    }
+    r.repository_id = j.at("repository_id").get<std::string>();
+    i.id = j.at("id").get<int64_t>();
+    i.source = j.at("source").get<std::string>();
+    i.tag = j.at("tag").get<std::string>();
+    i.hostname = j.at("hostname").get<std::string>();
+    i.size_bytes = j.at("size_bytes").get<uint64_t>();
+    i.block_size = j.at("block_size").get<uint32_t>();
+    i.chunk_size = j.at("chunk_size").get<uint32_t>();
+    i.started_unix_ms = j.at("started_unix_ms").get<int64_t>();
+    i.finished_unix_ms = j.at("finished_unix_ms").get<int64_t>();
+    i.bytes_read = j.at("bytes_read").get<uint64_t>();
+    i.bytes_new = j.at("bytes_new").get<uint64_t>();
+    i.bytes_stored = j.at("bytes_stored").get<uint64_t>();
+    i.chunks_total = j.at("chunks_total").get<uint64_t>();
+    i.chunks_new = j.at("chunks_new").get<uint64_t>();
+    i.chunks_zero = j.at("chunks_zero").get<uint64_t>();
+    if (j.at("segment_chunks").get<uint64_t>() != kSealedSegmentChunks) {
+      return Status::Unsupported("a snapshot record uses another map segment size");
+    }
+    const auto& segments = j.at("segments");
+    if (!segments.is_array()) return Status::Corruption("a snapshot record's segments are bad");
+    for (const auto& s : segments) {
+      Digest d{};
+      if (!FromHex(s.get<std::string>(), d.data(), d.size())) {
+        return Status::Corruption("a snapshot record names a malformed segment digest");
+      }
+      r.segments.push_back(d);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("a snapshot record is malformed: ") + e.what());
+  }
+  if (i.id <= 0 || i.chunk_size == 0 || i.block_size == 0 || i.size_bytes == 0 ||
+      i.size_bytes % i.block_size != 0) {
+    return Status::Corruption("a snapshot record has impossible sizes");
+  }
+  if (r.segments.size() != SealedSegmentCount(i.size_bytes, i.chunk_size)) {
+    return Status::Corruption("a snapshot record lists " + std::to_string(r.segments.size()) +
+                              " map segments for " + std::to_string(i.chunk_count()) + " chunks");
+  }
+  i.status = catalog::SnapshotStatus::kComplete;
+  return r;
+}
+
+}  // namespace wanbackup::pipeline
