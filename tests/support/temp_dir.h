@@ -1,0 +1,26 @@
+// A temporary directory for a test, removed with everything in it when the test ends.
+// Not thread-safe; one per test.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace wanbackup::testing {
+
+class TempDir {
+ public:
+  // Creates /tmp/wb-<label>-XXXXXX (fails the test when it cannot).
+  explicit TempDir(const std::string& label = "test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // path()/name
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace wanbackup::testing
