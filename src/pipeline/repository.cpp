@@ -379,8 +379,8 @@ Status Repository::OpenCatalog() {
                               (why.find("repair catalog") == std::string::npos ? repair : ""));
   }
   catalog_ = std::move(*cat);
-  // A damaged file may open and fail at its first real query.
-  Result<catalog::CatalogStats> probe = catalog_->Stats();
+  // A damaged file may open and fail at its first real query (one row: no table scan).
+  Result<std::string> probe = catalog_->GetSetting(kSettingId);
   if (!probe.ok() && probe.status().code() == StatusCode::kCorruption) {
     return Status::Corruption(catalog_path + " is damaged (" + probe.status().message() + ")" +
                               repair);

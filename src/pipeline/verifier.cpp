@@ -156,8 +156,11 @@ Result<VerifyReport> VerifyRepository(Repository& repo, const VerifyOptions& opt
     Status sealed = CheckSnapshotAgainstRecord(repo, snap, false);
     if (!sealed.ok()) {
       if (sealed.code() != StatusCode::kCorruption) return sealed;
-      report.damage.push_back(
-          DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size, sealed.message()});
+      // The line already names the snapshot.
+      std::string reason = sealed.message();
+      const std::string prefix = "snapshot " + std::to_string(snap.id) + ": ";
+      if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+      report.damage.push_back(DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size, reason});
     }
   }
   return report;
