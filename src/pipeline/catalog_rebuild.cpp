@@ -209,8 +209,7 @@ Result<std::vector<Digest>> Rebuilder::LoadSegment(const Digest& digest) {
 Status Rebuilder::AddSnapshot(int64_t record_id, const SnapshotRecord& r) {
   const catalog::SnapshotInfo& info = r.info;
   const uint64_t chunks = info.chunk_count();
-  std::vector<int64_t> ids;
-  ids.reserve(chunks);
+  std::vector<int64_t> ids;  // grows with the segments really found, whatever the size claims
   uint64_t missing = 0;
   for (const Digest& segment_digest : r.segments) {
     Result<std::vector<Digest>> segment = LoadSegment(segment_digest);

@@ -127,8 +127,9 @@ Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(std::string("a snapshot record is malformed: ") + e.what());
   }
+  constexpr uint64_t kMaxSourceSize = uint64_t{1} << 60;  // 1 EiB: no overflow below
   if (i.id <= 0 || i.chunk_size == 0 || i.block_size == 0 || i.size_bytes == 0 ||
-      i.size_bytes % i.block_size != 0) {
+      i.size_bytes > kMaxSourceSize || i.size_bytes % i.block_size != 0) {
     return Status::Corruption("a snapshot record has impossible sizes");
   }
   if (r.segments.size() != SealedSegmentCount(i.size_bytes, i.chunk_size)) {
