@@ -5,6 +5,7 @@
 
 #include "catalog/internal/sqlite.h"
 #include "catalog/map_codec.h"
+#include "common/failpoint.h"
 
 namespace wanbackup::catalog {
 namespace {
@@ -152,6 +153,7 @@ class SqliteCatalog final : public Catalog {
   }
 
   Result<std::unique_ptr<Transaction>> Begin() override {
+    if (WB_INJECT_ERROR("catalog.begin")) return Status::IoError("catalog: BEGIN: disk I/O error");
     WB_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
     return std::make_unique<Transaction>(this);
   }
@@ -415,7 +417,15 @@ class SqliteCatalog final : public Catalog {
   }
 
  protected:
-  Status CommitTransaction() override { return db_.Exec("COMMIT"); }
+  Status CommitTransaction() override {
+    if (WB_INJECT_ERROR("catalog.commit")) {
+      Rollback();  // as SQLite leaves a transaction whose COMMIT failed on I/O
+      return Status::IoError("catalog: COMMIT: disk I/O error");
+    }
+    Status s = db_.Exec("COMMIT");
+    if (!s.ok()) Rollback();  // never leave the connection inside a half transaction
+    return s;
+  }
   void Rollback() override { (void)db_.Exec("ROLLBACK"); }
 
  private:

@@ -91,8 +91,10 @@ class Catalog {
     ~Transaction() {
       if (catalog_ != nullptr) catalog_->Rollback();
     }
+    // Commits once; a second call (or after a failed one) is an error, not a crash.
     Status Commit() {
       Catalog* c = catalog_;
+      if (c == nullptr) return Status::Internal("catalog: the transaction is already finished");
       catalog_ = nullptr;
       return c->CommitTransaction();
     }

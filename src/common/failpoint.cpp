@@ -10,15 +10,30 @@
 
 namespace wanbackup {
 
-void Failpoint(const char* name) {
-  static const char* spec = std::getenv("WANBACKUP_FAILPOINT");
-  if (spec == nullptr) return;
-  static std::atomic<int> hits{0};
+namespace {
+
+// True the n-th time `name` matches `spec` ("name[:n]", n from 1).
+bool Hit(const char* spec, const char* name, std::atomic<int>* hits) {
+  if (spec == nullptr) return false;
   const std::string s(spec);
   const size_t colon = s.find(':');
-  if (s.compare(0, colon, name) != 0) return;
+  if (s.compare(0, colon, name) != 0) return false;
   const int wanted = colon == std::string::npos ? 1 : std::atoi(s.c_str() + colon + 1);
-  if (++hits == wanted) ::kill(::getpid(), SIGKILL);
+  return ++*hits == wanted;
+}
+
+}  // namespace
+
+void Failpoint(const char* name) {
+  static const char* spec = std::getenv("WANBACKUP_FAILPOINT");
+  static std::atomic<int> hits{0};
+  if (Hit(spec, name, &hits)) ::kill(::getpid(), SIGKILL);
+}
+
+bool InjectError(const char* name) {
+  static const char* spec = std::getenv("WANBACKUP_FAIL");
+  static std::atomic<int> hits{0};
+  return Hit(spec, name, &hits);
 }
 
 }  // namespace wanbackup

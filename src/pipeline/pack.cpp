@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/failpoint.h"
+
 namespace wanbackup::pipeline {
 namespace {
 
@@ -68,6 +70,7 @@ Result<uint64_t> PackWriter::Append(const uint8_t* data, size_t size) {
 }
 
 Status PackWriter::Sync() {
+  if (WB_INJECT_ERROR("pack.fdatasync")) return Status::FromErrno(EIO, "flushing " + path_);
   if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "flushing " + path_);
   return Status::Ok();
 }

@@ -127,6 +127,9 @@ class Snapshotter {
   std::unique_ptr<SnapshotSealer> sealer_;
   std::unique_ptr<PackWriter> pack_;
   int64_t pack_id_ = 0;
+  // A write or fdatasync of the pack failed: the page cache may hold bytes the disk never got,
+  // and a retried fdatasync would report success for them. Nothing may sync or name it again.
+  bool pack_failed_ = false;
   uint64_t stored_since_commit_ = 0;
   Clock::time_point last_commit_ = Clock::now();
   std::unordered_map<Digest, std::vector<uint64_t>, DigestHash> pending_;   // being encoded
@@ -249,8 +252,12 @@ Status Snapshotter::StartPack() {
 // Makes the pack durable and records its size, in the open transaction (no pack: nothing to do).
 Status Snapshotter::SyncPack() {
   if (!pack_) return Status::Ok();
+  if (pack_failed_) return Status::IoError(pack_->path() + " failed earlier; not trusted");
   WB_FAILPOINT("snapshot.before-pack-sync");
-  WB_RETURN_IF_ERROR(pack_->Sync());
+  if (Status s = pack_->Sync(); !s.ok()) {
+    pack_failed_ = true;
+    return s;
+  }
   WB_FAILPOINT("snapshot.after-pack-sync");
   return catalog_.SetPackSize(pack_id_, pack_->size());
 }
@@ -262,7 +269,9 @@ Status Snapshotter::Commit(bool force) {
   if (!force && !due) return Status::Ok();
   const int64_t t0 = ThreadCpuNs();
   WB_RETURN_IF_ERROR(SyncPack());
-  WB_RETURN_IF_ERROR(txn_->Commit());
+  const Status committed = txn_->Commit();
+  txn_.reset();
+  WB_RETURN_IF_ERROR(committed);
   WB_FAILPOINT("snapshot.after-commit");
   if (pack_ && pack_->size() >= options_.pack_size)
     pack_.reset();  // the next record starts a new one
@@ -318,7 +327,12 @@ Result<int64_t> Snapshotter::StoreRecord(const std::vector<uint8_t>& record, con
                                          RecordKind kind, uint32_t raw_size) {
   int64_t t0 = ThreadCpuNs();
   if (!pack_) WB_RETURN_IF_ERROR(StartPack());  // packs start with their first record
-  WB_ASSIGN_OR_RETURN(uint64_t offset, pack_->Append(record.data(), record.size()));
+  Result<uint64_t> appended = pack_->Append(record.data(), record.size());
+  if (!appended.ok()) {
+    pack_failed_ = true;  // a partial record may sit at the end now
+    return appended.status();
+  }
+  const uint64_t offset = *appended;
   WB_FAILPOINT("snapshot.after-pack-write");
   int64_t t1 = ThreadCpuNs();
   clock_.write += t1 - t0;
@@ -463,14 +477,16 @@ Result<SnapshotResult> Snapshotter::Run() {
 
   if (!status.ok()) {
     // Keep what is durable for the next run: flush the pack and commit the chunks already
-    // recorded (never the snapshot itself), then mark the run failed.
+    // recorded (never the snapshot itself), then mark the run failed. When the pack itself
+    // failed, SyncPack refuses and the open transaction rolls back: the catalog stays at the
+    // last good checkpoint.
     Status keep = SyncPack();
-    if (keep.ok()) keep = txn_->Commit();
+    if (keep.ok() && txn_) keep = txn_->Commit();
     txn_.reset();
-    if (keep.ok()) {
-      if (auto t = catalog_.Begin(); t.ok()) {
-        if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
-      }
+    // Marking the run failed names nothing in the pack: do it either way (if this fails too,
+    // the next run does it).
+    if (auto t = catalog_.Begin(); t.ok()) {
+      if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
     }
     return status;
   }

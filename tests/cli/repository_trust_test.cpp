@@ -10,59 +10,17 @@
 #include <sqlite3.h>
 
 #include "catalog/map_codec.h"
-#include "support/subprocess.h"
-#include "support/temp_dir.h"
+#include "support/repo_cli.h"
 
-using wanbackup::testing::Run;
-using wanbackup::testing::RunOptions;
+using wanbackup::testing::RepoCli;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::SameFile;
+using wanbackup::testing::Scribble;
 using wanbackup::testing::TempDir;
+using wanbackup::testing::TreeContents;
+using wanbackup::testing::WriteNoiseImage;
 
 namespace {
-
-constexpr uint64_t kChunk = 4u << 20;
-
-// Runs wanbackup on the repository in `dir` (a key-file repository: no Argon2 per command).
-struct Repo {
-  explicit Repo(const TempDir& dir) : tmp(dir), path(dir / "repo"), key(dir / "repo.key") {}
-
-  RunResult Wb(std::vector<std::string> args, const std::string& pass = "") const {
-    args.insert(args.begin(), WB_WANBACKUP_BIN);
-    RunOptions o;
-    o.env["WANBACKUP_REPO"] = path;
-    if (pass.empty()) {
-      o.env["WANBACKUP_KEY_FILE"] = key;
-    } else {
-      o.env["WANBACKUP_PASSWORD"] = pass;
-    }
-    o.timeout = std::chrono::seconds(120);
-    return Run(args, o);
-  }
-  RunResult Ok(std::vector<std::string> args, const std::string& pass = "") const {
-    RunResult r = Wb(std::move(args), pass);
-    INFO("stdout: " << r.out << "\nstderr: " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return r;
-  }
-
-  const TempDir& tmp;
-  std::string path, key;
-};
-
-// `chunks` chunks of noise from `seed`, one of them all zeros.
-void WriteImage(const std::string& path, uint64_t seed, size_t chunks) {
-  std::string data(chunks * kChunk, '\0');
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (i / kChunk == 1) continue;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    data[i] = static_cast<char>(x);
-  }
-  std::ofstream(path, std::ios::binary)
-      .write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 void Sql(const std::string& db_path, const std::string& sql) {
   sqlite3* db = nullptr;
@@ -116,35 +74,17 @@ std::string Hex(const std::string& bytes) {
   return out;
 }
 
-// Every file under `dir` with its contents, to show that nothing was written.
-std::map<std::string, std::string> Contents(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    files[e.path().string()] = std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  return files;
-}
-
-bool Same(const std::string& a, const std::string& b) {
-  return Run({"cmp", "-s", a, b}).exit_code == 0;
-}
-
 // Three snapshots: 1 and 3 of image a (3 differs in one chunk), 2 of image b.
-void ThreeSnapshots(const Repo& repo) {
-  WriteImage(repo.tmp / "a.img", 1, 4);
-  WriteImage(repo.tmp / "b.img", 2, 3);
-  repo.Ok({"init", "--key-file", repo.key});
-  repo.Ok({"snapshot", repo.tmp / "a.img", "--tag", "first"});
-  repo.Ok({"snapshot", repo.tmp / "b.img"});
-  WriteImage(repo.tmp / "a3.img", 1, 4);
-  {
-    std::fstream f(repo.tmp / "a3.img", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(3 * kChunk));
-    f.write("changed", 7);
-  }
-  repo.Ok({"snapshot", repo.tmp / "a3.img", "--tag", "third"});
+void ThreeSnapshots(const RepoCli& repo) {
+  const TempDir& dir = repo.dir();
+  WriteNoiseImage(dir / "a.img", 1, 4);
+  WriteNoiseImage(dir / "b.img", 2, 3);
+  repo.Ok({"init", "--key-file", repo.key()});
+  repo.Ok({"snapshot", dir / "a.img", "--tag", "first"});
+  repo.Ok({"snapshot", dir / "b.img"});
+  WriteNoiseImage(dir / "a3.img", 1, 4);
+  Scribble(dir / "a3.img", 3 * wanbackup::testing::kTestChunk, "changed");
+  repo.Ok({"snapshot", dir / "a3.img", "--tag", "third"});
 }
 
 }  // namespace
@@ -162,9 +102,9 @@ TEST_CASE("trust: each SQL edit of the catalog is reported as tampering naming i
                Edit{"point a chunk row elsewhere", 2, {1, 3}});
   INFO(edit.what);
   TempDir dir("trust");
-  Repo repo(dir);
+  RepoCli repo(dir);
   ThreeSnapshots(repo);
-  const std::string db = repo.path + "/catalog.db";
+  const std::string db = repo.catalog();
   const std::vector<int64_t> ids = MapIds(db, 2);
   const std::string what = edit.what;
   if (what == "swap map segments") {
@@ -210,13 +150,13 @@ TEST_CASE("trust: each SQL edit of the catalog is reported as tampering naming i
 TEST_CASE("trust: a deleted, truncated or overwritten catalog is rebuilt from the packs",
           "[trust]") {
   TempDir dir("rebuild");
-  Repo repo(dir);
+  RepoCli repo(dir);
   ThreeSnapshots(repo);
-  WriteImage(dir / "b5.img", 5, 3);
+  WriteNoiseImage(dir / "b5.img", 5, 3);
   repo.Ok({"snapshot", dir / "b.img", "--tag", "again"});  // the same data as snapshot 2
   repo.Ok({"snapshot", dir / "b5.img", "--tag", "fifth"});
   const std::string before = repo.Ok({"snapshots", "--json"}).out;
-  const std::string db = repo.path + "/catalog.db";
+  const std::string db = repo.catalog();
 
   const std::string damage = GENERATE("delete", "truncate", "overwrite");
   INFO(damage);
@@ -240,7 +180,7 @@ TEST_CASE("trust: a deleted, truncated or overwritten catalog is rebuilt from th
       {"1", "a.img"}, {"2", "b.img"}, {"3", "a3.img"}, {"4", "b.img"}, {"5", "b5.img"}};
   for (const auto& [id, image] : images) {
     repo.Ok({"restore", id, "--to", dir / ("r" + id + ".img")});
-    CHECK(Same(dir / ("r" + id + ".img"), dir / image));
+    CHECK(SameFile(dir / ("r" + id + ".img"), dir / image));
   }
   // The repository goes on: a new snapshot after the rebuild gets the next id.
   repo.Ok({"snapshot", dir / "a.img"});
@@ -250,11 +190,11 @@ TEST_CASE("trust: a deleted, truncated or overwritten catalog is rebuilt from th
 TEST_CASE("trust: a config.json turned unencrypted or weakened is refused and nothing written",
           "[trust]") {
   TempDir dir("config");
-  Repo repo(dir);
-  WriteImage(dir / "a.img", 1, 2);
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 2);
   repo.Ok({"init"}, "a passphrase");
   repo.Ok({"snapshot", dir / "a.img"}, "a passphrase");
-  const std::string config = repo.path + "/config.json";
+  const std::string config = repo.path() + "/config.json";
   auto json = nlohmann::json::parse(std::ifstream(config));
 
   const std::string change = GENERATE("mode none", "half the KDF memory", "compression level");
@@ -268,19 +208,19 @@ TEST_CASE("trust: a config.json turned unencrypted or weakened is refused and no
     json["compression"]["level"] = 19;
   }
   std::ofstream(config, std::ios::trunc) << json.dump(2);
-  const auto files = Contents(repo.path);
+  const auto files = TreeContents(repo.path());
   RunResult snap = repo.Wb({"snapshot", dir / "a.img"}, "a passphrase");
   INFO(snap.err);
   CHECK(snap.exit_code == 3);
   CHECK(snap.err.find("config.json") != std::string::npos);
   CHECK(repo.Wb({"verify"}, "a passphrase").exit_code == 3);
-  CHECK(Contents(repo.path) == files);
+  CHECK(TreeContents(repo.path()) == files);
 }
 
 TEST_CASE("trust: an unencrypted repository says so at every write", "[trust]") {
   TempDir dir("plain");
-  Repo repo(dir);
-  WriteImage(dir / "a.img", 1, 2);
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 2);
   repo.Ok({"init", "--insecure-no-encryption"});
   RunResult snap = repo.Ok({"snapshot", dir / "a.img"});
   CHECK(snap.err.find("NOT encrypted") != std::string::npos);
@@ -290,16 +230,16 @@ TEST_CASE("trust: an unencrypted repository says so at every write", "[trust]") 
 TEST_CASE("trust: a format-1 repository is refused naming migrate, and migrate seals it",
           "[trust]") {
   TempDir dir("migrate");
-  Repo repo(dir);
+  RepoCli repo(dir);
   ThreeSnapshots(repo);
   // Make it what the previous release wrote: config format 1 without authentication, catalog
   // schema 1 without sealed records or settings.
-  const std::string config = repo.path + "/config.json";
+  const std::string config = repo.path() + "/config.json";
   auto json = nlohmann::json::parse(std::ifstream(config));
   json["format"] = 1;
   json.erase("authentication");
   std::ofstream(config, std::ios::trunc) << json.dump(2);
-  Sql(repo.path + "/catalog.db",
+  Sql(repo.catalog(),
       "PRAGMA foreign_keys = OFF;"
       "DELETE FROM chunks WHERE kind > 0;"
       "ALTER TABLE chunks DROP COLUMN kind;"
@@ -325,9 +265,9 @@ TEST_CASE("trust: a format-1 repository is refused naming migrate, and migrate s
   CHECK(nlohmann::json::parse(std::ifstream(config))["format"] == 2);
   repo.Ok({"verify"});
   repo.Ok({"restore", "3", "--to", dir / "r3.img"});
-  CHECK(Same(dir / "r3.img", dir / "a3.img"));
+  CHECK(SameFile(dir / "r3.img", dir / "a3.img"));
   CHECK(repo.Ok({"migrate"}).err.find("nothing to do") != std::string::npos);
   // Sealed now: an edit is caught like in any format-2 repository.
-  Sql(repo.path + "/catalog.db", "UPDATE snapshots SET tag = 'forged' WHERE id = 1");
+  Sql(repo.catalog(), "UPDATE snapshots SET tag = 'forged' WHERE id = 1");
   CHECK(repo.Wb({"verify"}).exit_code == 3);
 }

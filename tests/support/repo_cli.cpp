@@ -1,0 +1,70 @@
+#include "support/repo_cli.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+namespace wanbackup::testing {
+
+RunResult RepoCli::Wb(std::vector<std::string> args, const std::string& passphrase,
+                      const std::map<std::string, std::string>& env) const {
+  args.insert(args.begin(), WB_WANBACKUP_BIN);
+  RunOptions o;
+  o.env = env;
+  o.env["WANBACKUP_REPO"] = path_;
+  if (passphrase.empty()) {
+    o.env["WANBACKUP_KEY_FILE"] = key_;
+  } else {
+    o.env["WANBACKUP_PASSWORD"] = passphrase;
+  }
+  o.timeout = std::chrono::seconds(120);
+  return Run(args, o);
+}
+
+RunResult RepoCli::Ok(std::vector<std::string> args, const std::string& passphrase,
+                      const std::map<std::string, std::string>& env) const {
+  std::string command;
+  for (const std::string& a : args)
+    command += " " + a;
+  RunResult r = Wb(std::move(args), passphrase, env);
+  INFO("wanbackup" << command << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+void WriteNoiseImage(const std::string& path, uint64_t seed, size_t chunks) {
+  std::string data(chunks * kTestChunk, '\0');
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (i / kTestChunk == 1) continue;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    data[i] = static_cast<char>(x);
+  }
+  std::ofstream(path, std::ios::binary)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+void Scribble(const std::string& path, uint64_t offset, const std::string& text) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  return Run({"cmp", "-s", a, b}).exit_code == 0;
+}
+
+std::map<std::string, std::string> TreeContents(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    files[e.path().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return files;
+}
+
+}  // namespace wanbackup::testing
