@@ -384,6 +384,11 @@ class SqliteCatalog final : public Catalog {
       if (!row) break;
       const auto first = static_cast<uint64_t>(s.Int(0));
       const auto count = static_cast<uint64_t>(s.Int(1));
+      if (count == 0 || count > kMapSegmentChunks) {
+        return Status::Corruption("snapshot " + std::to_string(snapshot_id) +
+                                  ": a chunk map segment claims " + std::to_string(count) +
+                                  " entries");
+      }
       if (first != expected) {
         return Status::Corruption("snapshot " + std::to_string(snapshot_id) +
                                   ": chunk map segment at " + std::to_string(expected) +

@@ -1,5 +1,7 @@
 #include "catalog/map_codec.h"
 
+#include <algorithm>
+
 namespace wanbackup::catalog {
 namespace {
 
@@ -56,7 +58,8 @@ std::string EncodeChunkMap(const std::vector<int64_t>& ids) {
 
 Result<std::vector<int64_t>> DecodeChunkMap(const std::string& encoded, size_t expected_count) {
   std::vector<int64_t> ids;
-  ids.reserve(expected_count);
+  // The count comes from the catalog: a hint, never trusted to size memory by itself.
+  ids.reserve(std::min<size_t>(expected_count, 65536));
   size_t pos = 0;
   int64_t value = 0;
   while (pos < encoded.size()) {
@@ -67,8 +70,9 @@ Result<std::vector<int64_t>> DecodeChunkMap(const std::string& encoded, size_t e
     }
     const int64_t delta = UnZigZag(zz);
     for (uint64_t k = 0; k < run; ++k) {
-      value += delta;
-      if (value < 0) return Status::Corruption("a snapshot's chunk map names a negative chunk id");
+      if (__builtin_add_overflow(value, delta, &value) || value < 0) {
+        return Status::Corruption("a snapshot's chunk map names an impossible chunk id");
+      }
       ids.push_back(value);
     }
   }

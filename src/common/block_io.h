@@ -2,8 +2,10 @@
 // device) asynchronously into caller-owned buffers; a BlockSink writes one. The copier and the
 // snapshot pipeline see only these interfaces, so they do not care where blocks come from.
 //
-// Threading: one consumer thread calls Submit/Wait/Stats on a source (implementations use
-// their own threads inside and document them). Sinks are called from one thread.
+// Threading: one consumer thread calls Submit/Wait on a source (implementations use their own
+// threads inside and document them); Stats() may be called from any thread at any time (the
+// snapshot's progress reports run on the coordinator while the reader waits). Sinks are called
+// from one thread, unless sequential_only() is false (see restorer.h).
 #pragma once
 
 #include <chrono>
@@ -61,6 +63,7 @@ class BlockSource {
   // was cancelled; every outstanding request is then abandoned, and the source guarantees that
   // it writes into none of their buffers any more (so the caller may free them).
   virtual Result<ReadCompletion> Wait() = 0;
+  // Thread-safe (see above).
   virtual SourceStats Stats() const = 0;
 };
 

@@ -61,6 +61,21 @@ Digest KeySet::DigestOf(const uint8_t* data, size_t size) const {
   return d;
 }
 
+Status CheckKdfParams(const KdfParams& p) {
+  if (p.opslimit < crypto_pwhash_OPSLIMIT_MIN || p.opslimit > kMaxKdfOps) {
+    return Status::InvalidArgument(
+        "Argon2id passes must be from " + std::to_string(crypto_pwhash_OPSLIMIT_MIN) + " to " +
+        std::to_string(kMaxKdfOps) + ", not " + std::to_string(p.opslimit));
+  }
+  if (p.memlimit < crypto_pwhash_MEMLIMIT_MIN || p.memlimit > kMaxKdfMemory) {
+    return Status::InvalidArgument("Argon2id memory must be from " +
+                                   std::to_string(crypto_pwhash_MEMLIMIT_MIN) + " bytes to " +
+                                   std::to_string(kMaxKdfMemory >> 30) + " GiB, not " +
+                                   std::to_string(p.memlimit) + " bytes");
+  }
+  return Status::Ok();
+}
+
 Key RandomKey() {
   Key k;
   randombytes_buf(k.data(), k.size());

@@ -52,6 +52,13 @@ class KeySet {
 // Initializes libsodium; call before anything else here (idempotent, thread-safe).
 Status InitCrypto();
 
+// Argon2id cost wanbackup accepts, when set and when read from config.json: from libsodium's
+// minimums (the tests use them) to what a backup host can still afford without being asked to
+// swap: 64 passes and 16 GiB. A config.json outside is refused as damaged, before the KDF runs.
+inline constexpr uint64_t kMaxKdfOps = 64;
+inline constexpr uint64_t kMaxKdfMemory = uint64_t{16} << 30;
+Status CheckKdfParams(const KdfParams& params);
+
 Key RandomKey();
 KdfParams NewKdfParams();
 // The key-encryption key from a passphrase. Costs about half a second and `memlimit` bytes.

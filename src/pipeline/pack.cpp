@@ -1,6 +1,7 @@
 #include "pipeline/pack.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -89,6 +90,14 @@ Status CheckPackHeader(int fd, const std::string& repository_id, const std::stri
 
 Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
                                   std::vector<uint8_t>* buffer) {
+  // The size comes from the catalog or a header: check it against the file before it sizes an
+  // allocation (a damaged catalog could ask for 4 GiB).
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "reading a pack");
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  if (offset > file_size || kRecordHeaderSize + uint64_t{stored_size} > file_size - offset) {
+    return Status::Corruption("the pack ends before the record does");
+  }
   buffer->resize(kRecordHeaderSize + stored_size);
   WB_RETURN_IF_ERROR(PreadAll(fd, buffer->data(), buffer->size(), offset));
   WB_ASSIGN_OR_RETURN(RecordHeader header, ParseRecordHeader(buffer->data()));

@@ -171,7 +171,7 @@ Status RecordCodec::Open(const RecordHeader& h, const uint8_t* payload, uint8_t*
       return Status::Corruption("the record does not decompress");
   } else {
     if (plain_size != h.raw_size) return Status::Corruption("the record has the wrong size");
-    std::memcpy(out, plain, plain_size);
+    if (plain_size > 0) std::memcpy(out, plain, plain_size);  // `out` may be null when empty
   }
   if (keys_.DigestOf(out, h.raw_size) != h.digest) {
     return Status::Corruption("the chunk does not match its digest");

@@ -186,6 +186,9 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
       if (!FromHex(kdf.at("salt").get<std::string>(), c.kdf.salt.data(), c.kdf.salt.size())) {
         return Status::Corruption(path + ": bad KDF salt");
       }
+      if (Status k = CheckKdfParams(c.kdf); !k.ok()) {
+        return Status::Corruption(path + ": " + k.message() + " (the file was altered)");
+      }
     } else if (mode == "keyfile") {
       c.mode = EncryptionMode::kKeyFile;
     } else if (mode == "none") {
@@ -200,8 +203,13 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
   }
   uint8_t id[16];
   if (!FromHex(c.id, id, sizeof id)) return Status::Corruption(path + ": bad repository id");
-  if (c.chunk_size < (64u << 10) || c.chunk_size > (64u << 20)) {
+  if (c.chunk_size < (64u << 10) || c.chunk_size > (64u << 20) ||
+      (c.chunk_size & (c.chunk_size - 1)) != 0) {
     return Status::Corruption(path + ": chunk size " + std::to_string(c.chunk_size) +
+                              " is out of range");
+  }
+  if (c.zstd_level < 0 || c.zstd_level > 19) {
+    return Status::Corruption(path + ": compression level " + std::to_string(c.zstd_level) +
                               " is out of range");
   }
   return c;
@@ -223,6 +231,10 @@ uint64_t ParseSetting(const std::string& value) {
 }
 
 }  // namespace
+
+Result<RepositoryConfig> ParseRepositoryConfig(const std::string& text, const std::string& path) {
+  return ParseConfig(text, path);
+}
 
 const char* EncryptionModeName(EncryptionMode mode) {
   switch (mode) {
@@ -265,6 +277,7 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
   if (o.mode != EncryptionMode::kNone) {
     Key kek{};
     if (o.mode == EncryptionMode::kPassphrase) {
+      WB_RETURN_IF_ERROR(CheckKdfParams(o.kdf));
       c.kdf = o.kdf;
       randombytes_buf(c.kdf.salt.data(), c.kdf.salt.size());
       WB_ASSIGN_OR_RETURN(kek, KeyFromPassphrase(o.credentials.passphrase, c.kdf));

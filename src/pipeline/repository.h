@@ -120,4 +120,8 @@ class Repository {
 // "passphrase", "keyfile", "none".
 const char* EncryptionModeName(EncryptionMode mode);
 
+// Parses config.json's text (untrusted: fuzzed); `path` names it in messages. Checks shape and
+// ranges, not the authentication code (that needs the key: Repository::Open).
+Result<RepositoryConfig> ParseRepositoryConfig(const std::string& text, const std::string& path);
+
 }  // namespace wanbackup::pipeline

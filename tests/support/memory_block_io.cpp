@@ -18,6 +18,7 @@ Status MemorySource::Submit(const ReadRequest& r) {
       r.length % geometry_.block_size != 0 || r.offset + r.length > data_.size()) {
     return Status::InvalidArgument("bad request");
   }
+  std::lock_guard<std::mutex> lock(mu_);
   pending_.push_back(r);
   request_sizes_.push_back(r.length);
   max_outstanding_ = std::max(max_outstanding_, pending_.size());
@@ -25,6 +26,7 @@ Status MemorySource::Submit(const ReadRequest& r) {
 }
 
 Result<ReadCompletion> MemorySource::Wait() {
+  std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return Status::Internal("Wait() with nothing submitted");
   const size_t pick = rng_() % pending_.size();
   ReadRequest r = pending_[pick];
@@ -41,6 +43,7 @@ Result<ReadCompletion> MemorySource::Wait() {
 }
 
 SourceStats MemorySource::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
   SourceStats s;
   s.bytes_read = bytes_read_;
   s.connections = 1;
@@ -48,7 +51,18 @@ SourceStats MemorySource::Stats() const {
 }
 
 void MemorySource::FailRange(uint64_t offset, uint64_t length, Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
   failures_.push_back({offset, length, std::move(status)});
+}
+
+size_t MemorySource::max_outstanding() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return max_outstanding_;
+}
+
+std::vector<uint64_t> MemorySource::request_sizes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return request_sizes_;
 }
 
 Status MemorySink::Write(uint64_t offset, const uint8_t* data, size_t length) {

@@ -1,10 +1,13 @@
 // In-memory BlockSource and BlockSink for tests: the source completes requests in a shuffled
 // order (like a multi-connection reader) and can fail chosen ranges; the sink records writes and
-// can demand order. Single-threaded, deterministic for a given seed.
+// can demand order. Deterministic for a given seed. The source keeps BlockSource's contract
+// (one thread submits and waits, any thread may read Stats) under one mutex; the sink is
+// single-threaded.
 #pragma once
 
 #include <deque>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,10 +30,12 @@ class MemorySource : public BlockSource {
 
   // Requests overlapping [offset, offset + length) complete with `status`.
   void FailRange(uint64_t offset, uint64_t length, Status status);
-  size_t max_outstanding() const { return max_outstanding_; }
-  const std::vector<uint64_t>& request_sizes() const { return request_sizes_; }
+  // For assertions after the reading is done.
+  size_t max_outstanding() const;
+  std::vector<uint64_t> request_sizes() const;
 
  private:
+  mutable std::mutex mu_;  // guards everything below geometry_, data_ and in_flight_
   SourceGeometry geometry_;
   std::vector<uint8_t> data_;
   size_t in_flight_;
