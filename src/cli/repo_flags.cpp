@@ -35,14 +35,12 @@ Result<Secret> PromptSecret(const std::string& prompt) {
     ::tcsetattr(fd, TCSAFLUSH, &quiet);
   }
   (void)!::write(fd, prompt.data(), prompt.size());
-  std::string line;
-  char c;
-  while (::read(fd, &c, 1) == 1 && c != '\n')
-    line.push_back(c);
+  Result<Secret> line = ReadSecretLine(fd);  // into locked memory, byte by byte
   if (tty) ::tcsetattr(fd, TCSAFLUSH, &old);
   (void)!::write(fd, "\n", 1);
   ::close(fd);
-  Secret s(std::move(line));
+  if (!line.ok()) return line.status();
+  Secret s = std::move(line).value();
   if (s.empty()) return Status::InvalidArgument("empty passphrase");
   return s;
 }

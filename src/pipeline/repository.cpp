@@ -116,7 +116,7 @@ Status CreateKeyFileIfMissing(const std::string& path) {
   return Status::Ok();
 }
 
-Result<Key> KekFor(const RepositoryConfig& config, const Credentials& c) {
+Result<SecureKey> KekFor(const RepositoryConfig& config, const Credentials& c) {
   if (config.mode == EncryptionMode::kKeyFile) {
     if (c.key_file.empty()) {
       return Status::InvalidArgument(
@@ -239,7 +239,7 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
   c.zstd_level = o.zstd_level;
   c.mode = o.mode;
   if (o.mode != EncryptionMode::kNone) {
-    Key kek{};
+    SecureKey kek;
     if (o.mode == EncryptionMode::kPassphrase) {
       c.kdf = o.kdf;
       randombytes_buf(c.kdf.salt.data(), c.kdf.salt.size());
@@ -250,10 +250,8 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
       WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(o.credentials.key_file));
       WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
     }
-    Key master = RandomKey();
+    const SecureKey master = RandomKey();
     c.wrapped_key = WrapKey(master, kek, c.id);
-    sodium_memzero(master.data(), master.size());
-    sodium_memzero(kek.data(), kek.size());
   }
 
   if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
@@ -288,13 +286,9 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
   if (repo->config_.mode == EncryptionMode::kNone) {
     repo->keys_ = std::make_unique<KeySet>(KeySet::Unencrypted(repo->config_.id));
   } else {
-    WB_ASSIGN_OR_RETURN(Key kek, KekFor(repo->config_, credentials));
-    Result<Key> master = UnwrapKey(repo->config_.wrapped_key, kek, repo->config_.id);
-    sodium_memzero(kek.data(), kek.size());
-    if (!master.ok()) return master.status();
-    repo->keys_ = std::make_unique<KeySet>(*master);
-    repo->master_ = *master;
-    sodium_memzero(master->data(), master->size());
+    WB_ASSIGN_OR_RETURN(const SecureKey kek, KekFor(repo->config_, credentials));
+    WB_ASSIGN_OR_RETURN(repo->master_, UnwrapKey(repo->config_.wrapped_key, kek, repo->config_.id));
+    repo->keys_ = std::make_unique<KeySet>(repo->master_);
   }
   if (mode == OpenMode::kWrite) WB_RETURN_IF_ERROR(repo->Lock());
   WB_ASSIGN_OR_RETURN(repo->catalog_, catalog::Catalog::Open(Join(path, kCatalogName), false));
@@ -303,7 +297,6 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
 }
 
 Repository::~Repository() {
-  sodium_memzero(master_.data(), master_.size());
   catalog_.reset();
   for (auto& [id, fd] : pack_fds_)
     ::close(fd);
@@ -385,7 +378,8 @@ Status Repository::LoadPacks() {
   return Status::Ok();
 }
 
-Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials) {
+Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials,
+                             const std::optional<KdfParams>& kdf) {
   if (lock_fd_ < 0) return Status::Internal("ChangeKey needs the repository opened for writing");
   if (config_.mode == EncryptionMode::kNone || mode == EncryptionMode::kNone) {
     return Status::Unsupported(
@@ -394,20 +388,25 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
   }
   RepositoryConfig updated = config_;
   updated.mode = mode;
-  Key kek{};
+  SecureKey kek;
   if (mode == EncryptionMode::kPassphrase) {
     updated.kdf = NewKdfParams();
     updated.kdf.opslimit = config_.kdf.opslimit;
     updated.kdf.memlimit = config_.kdf.memlimit;
+    if (kdf.has_value()) {
+      WB_RETURN_IF_ERROR(CheckKdfRaise(config_.kdf, *kdf));
+      updated.kdf.opslimit = kdf->opslimit;
+      updated.kdf.memlimit = kdf->memlimit;
+    }
     WB_ASSIGN_OR_RETURN(kek, KeyFromPassphrase(credentials.passphrase, updated.kdf));
   } else {
+    if (kdf.has_value()) return Status::InvalidArgument("a KDF cost applies to passphrases only");
     if (credentials.key_file.empty()) return Status::InvalidArgument("--new-key-file is required");
     WB_RETURN_IF_ERROR(CreateKeyFileIfMissing(credentials.key_file));
     WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(credentials.key_file));
     WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
   }
   updated.wrapped_key = WrapKey(master_, kek, config_.id);
-  sodium_memzero(kek.data(), kek.size());
   WB_RETURN_IF_ERROR(WriteFileAtomic(path_, kConfigName, ConfigJson(updated)));
   config_ = updated;
   return Status::Ok();
