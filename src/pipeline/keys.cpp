@@ -92,8 +92,8 @@ Status CheckKdfRaise(const KdfParams& current, const KdfParams& next) {
       "attack)";
   if (next.memlimit < current.memlimit) {
     return Status::InvalidArgument("KDF memory " + FormatBytes(next.memlimit) +
-                                   " is below the repository's " +
-                                   FormatBytes(current.memlimit) + kWhy);
+                                   " is below the repository's " + FormatBytes(current.memlimit) +
+                                   kWhy);
   }
   if (next.opslimit < current.opslimit) {
     return Status::InvalidArgument("KDF passes " + std::to_string(next.opslimit) +
@@ -112,8 +112,8 @@ KeySet::KeySet(const SecureKey& master) : encrypted_(true) {
   auto keys = std::make_shared<Keys>();
   crypto_kdf_derive_from_key(keys->digest.mutable_data(), SecureKey::size(), kDigestKeyId,
                              kKdfContext, master.data());
-  crypto_kdf_derive_from_key(keys->data.mutable_data(), SecureKey::size(), kDataKeyId,
-                             kKdfContext, master.data());
+  crypto_kdf_derive_from_key(keys->data.mutable_data(), SecureKey::size(), kDataKeyId, kKdfContext,
+                             master.data());
   keys->digest.Seal();
   keys->data.Seal();
   keys_ = std::move(keys);
