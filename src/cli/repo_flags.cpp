@@ -99,7 +99,8 @@ Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
 }
 
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
-                                                             pipeline::OpenMode mode) {
+                                                             pipeline::OpenMode mode,
+                                                             pipeline::Credentials* used) {
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   pipeline::Credentials credentials;
@@ -110,7 +111,9 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
                         ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
                                        "Passphrase for " + path + ": ", false));
   }
-  return pipeline::Repository::Open(path, credentials, mode);
+  auto repo = pipeline::Repository::Open(path, credentials, mode);
+  if (repo.ok() && used != nullptr) *used = std::move(credentials);
+  return repo;
 }
 
 Result<catalog::SnapshotInfo> ResolveSnapshot(pipeline::Repository& repo, const std::string& name) {
