@@ -1,6 +1,7 @@
 #include "cli/app.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <string>
@@ -56,6 +57,9 @@ std::string HelpHint(const CLI::App& app) {
 }  // namespace
 
 int Main(int argc, char** argv) {
+  // Before any secret is read: no core dump, and no ptrace or /proc/PID/mem access by other
+  // processes of the same user (root keeps them). docs/threat-model.md.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   CLI::App app("wanbackup: back up and replicate iSCSI disks over long-distance links",
                "wanbackup");
   app.set_version_flag("--version", VersionText(), "print the version and exit");

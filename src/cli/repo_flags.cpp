@@ -35,14 +35,12 @@ Result<Secret> PromptSecret(const std::string& prompt) {
     ::tcsetattr(fd, TCSAFLUSH, &quiet);
   }
   (void)!::write(fd, prompt.data(), prompt.size());
-  std::string line;
-  char c;
-  while (::read(fd, &c, 1) == 1 && c != '\n')
-    line.push_back(c);
+  Result<Secret> line = ReadSecretLine(fd);  // into locked memory, byte by byte
   if (tty) ::tcsetattr(fd, TCSAFLUSH, &old);
   (void)!::write(fd, "\n", 1);
   ::close(fd);
-  Secret s(std::move(line));
+  if (!line.ok()) return line.status();
+  Secret s = std::move(line).value();
   if (s.empty()) return Status::InvalidArgument("empty passphrase");
   return s;
 }
@@ -101,7 +99,8 @@ Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
 }
 
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
-                                                             pipeline::OpenMode mode) {
+                                                             pipeline::OpenMode mode,
+                                                             pipeline::Credentials* used) {
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   pipeline::Credentials credentials;
@@ -112,8 +111,10 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
                         ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
                                        "Passphrase for " + path + ": ", false));
   }
-  WB_ASSIGN_OR_RETURN(auto repo, pipeline::Repository::Open(path, credentials, mode));
-  if (mode != pipeline::OpenMode::kRead && config.mode == pipeline::EncryptionMode::kNone) {
+  auto repo = pipeline::Repository::Open(path, credentials, mode);
+  if (repo.ok() && used != nullptr) *used = std::move(credentials);
+  if (repo.ok() && mode != pipeline::OpenMode::kRead &&
+      config.mode == pipeline::EncryptionMode::kNone) {
     PrintWarning("repository " + path +
                  " is NOT encrypted: anyone who can read its files can read the data");
   }

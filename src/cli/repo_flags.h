@@ -35,8 +35,11 @@ Result<std::string> RepoPath(const RepoFlags& flags);
 Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
                               const std::string& prompt, bool confirm);
 
+// Opens the repository with the secrets `flags` and the environment name. With `used`, hands
+// back the credentials that unlocked it (key change re-wraps for the same passphrase).
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
-                                                             pipeline::OpenMode mode);
+                                                             pipeline::OpenMode mode,
+                                                             pipeline::Credentials* used = nullptr);
 
 // "latest" or a snapshot number, resolved against the catalog (complete snapshots only).
 Result<catalog::SnapshotInfo> ResolveSnapshot(pipeline::Repository& repo, const std::string& name);

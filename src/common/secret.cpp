@@ -1,35 +1,96 @@
 #include "common/secret.h"
 
 #include <fcntl.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <sodium.h>
 
 namespace wanbackup {
+namespace {
 
-Secret::Secret(Secret&& other) noexcept : value_(std::move(other.value_)) {
-  other.Wipe();
+// sodium_malloc needs sodium_init (it reads the page size there); idempotent and thread-safe.
+void InitSodiumOnce() {
+  static const bool ok = sodium_init() >= 0;
+  if (!ok) {
+    std::fputs("wanbackup: libsodium failed to initialize\n", stderr);
+    std::abort();
+  }
+}
+
+// A first line longer than this is not a passphrase; reading stops there.
+constexpr size_t kMaxSecretFileBytes = 64 * 1024;
+constexpr size_t kReadStep = 512;
+// sodium_malloc takes whole pages anyway; start with most of one.
+constexpr size_t kMinCapacity = 255;
+
+}  // namespace
+
+Secret::Secret(std::string_view value) {
+  Resize(value.size());
+  if (!value.empty()) std::memcpy(data_, value.data(), value.size());
+}
+
+Secret::Secret(Secret&& other) noexcept
+    : data_(other.data_), size_(other.size_), capacity_(other.capacity_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+  other.capacity_ = 0;
 }
 
 Secret& Secret::operator=(Secret&& other) noexcept {
   if (this != &other) {
-    Wipe();
-    value_ = std::move(other.value_);
-    other.Wipe();
+    Free();
+    data_ = other.data_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+    other.capacity_ = 0;
   }
   return *this;
 }
 
 Secret::~Secret() {
-  Wipe();
+  Free();
 }
 
-void Secret::Wipe() {
-  if (!value_.empty()) explicit_bzero(value_.data(), value_.size());
-  value_.clear();
+void Secret::Free() {
+  // sodium_free zeroes the block (and unlocks it) before unmapping it.
+  if (data_ != nullptr) sodium_free(data_);
+  data_ = nullptr;
+  size_ = 0;
+  capacity_ = 0;
+}
+
+void Secret::Reserve(size_t capacity) {
+  if (data_ != nullptr && capacity <= capacity_) return;
+  InitSodiumOnce();
+  const size_t grown = std::max({capacity, 2 * capacity_, kMinCapacity});
+  auto* fresh = static_cast<char*>(sodium_malloc(grown + 1));
+  if (fresh == nullptr) throw std::bad_alloc();
+  std::memset(fresh, 0, grown + 1);  // sodium_malloc fills with 0xdb
+  if (size_ > 0) std::memcpy(fresh, data_, size_);
+  const size_t size = size_;
+  Free();
+  data_ = fresh;
+  size_ = size;
+  capacity_ = grown;
+}
+
+void Secret::Resize(size_t size) {
+  if (size == 0 && data_ == nullptr) return;  // an empty Secret owns no memory
+  Reserve(size);
+  if (size < size_) sodium_memzero(data_ + size, size_ - size);
+  size_ = size;
+  data_[size_] = '\0';
 }
 
 Result<Secret> ReadSecretFile(const std::string& path, std::string* warning) {
@@ -48,36 +109,53 @@ Result<Secret> ReadSecretFile(const std::string& path, std::string* warning) {
   if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0 && warning != nullptr) {
     *warning = "secret file " + path + " is readable by group or others; chmod 600 it";
   }
-  std::string content;
-  char buf[512];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+  // Straight into locked memory, until the first line is complete.
+  Secret text;
+  while (text.size() < kMaxSecretFileBytes) {
+    const size_t old = text.size();
+    text.Resize(old + kReadStep);
+    const ssize_t n = ::read(fd, text.data() + old, kReadStep);
+    text.Resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      explicit_bzero(buf, sizeof buf);
       return Status::FromErrno(err, "cannot read secret file " + path);
     }
-    if (n == 0) break;
-    content.append(buf, static_cast<size_t>(n));
-    if (content.size() > 64 * 1024) break;
+    if (n == 0 || std::memchr(text.data() + old, '\n', static_cast<size_t>(n)) != nullptr) break;
   }
   ::close(fd);
-  explicit_bzero(buf, sizeof buf);
-  Secret whole(std::move(content));
-  const std::string& text = whole.reveal();
-  size_t end = text.find('\n');
-  if (end == std::string::npos) end = text.size();
-  if (end > 0 && text[end - 1] == '\r') --end;
+  size_t end = text.reveal().find('\n');
+  if (end == std::string_view::npos) end = text.size();
+  if (end > 0 && text.reveal()[end - 1] == '\r') --end;
   if (end == 0) return Status::InvalidArgument("secret file " + path + " is empty");
-  return Secret(text.substr(0, end));
+  text.Resize(end);
+  return text;
+}
+
+Result<Secret> ReadSecretLine(int fd) {
+  Secret line;
+  char c = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      sodium_memzero(&c, sizeof c);
+      return Status::FromErrno(err, "reading from the terminal");
+    }
+    if (n == 0 || c == '\n') break;
+    line.Resize(line.size() + 1);
+    line.data()[line.size() - 1] = c;
+  }
+  sodium_memzero(&c, sizeof c);
+  return line;
 }
 
 Secret SecretFromEnv(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr) return Secret();
-  return Secret(std::string(value));
+  return Secret(std::string_view(value));
 }
 
 }  // namespace wanbackup

@@ -68,7 +68,7 @@ Result<IscsiUrl> ParseIscsiUrl(std::string_view text) {
     authority = authority.substr(at + 1);
     const size_t pct = userinfo.find('%');
     url.user = std::string(userinfo.substr(0, pct));
-    if (pct != std::string_view::npos) url.password = Secret(std::string(userinfo.substr(pct + 1)));
+    if (pct != std::string_view::npos) url.password = Secret(userinfo.substr(pct + 1));
     if (url.user.empty()) return UrlError(text, "empty CHAP user before '@'");
     if (pct != std::string_view::npos && url.password.empty()) {
       return UrlError(text, "empty CHAP secret after '%'");

@@ -117,7 +117,7 @@ Status CreateKeyFileIfMissing(const std::string& path) {
   return Status::Ok();
 }
 
-Result<Key> KekFor(const RepositoryConfig& config, const Credentials& c) {
+Result<SecureKey> KekFor(const RepositoryConfig& config, const Credentials& c) {
   if (config.mode == EncryptionMode::kKeyFile) {
     if (c.key_file.empty()) {
       return Status::InvalidArgument(
@@ -275,7 +275,7 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
   c.zstd_level = o.zstd_level;
   c.mode = o.mode;
   if (o.mode != EncryptionMode::kNone) {
-    Key kek{};
+    SecureKey kek;
     if (o.mode == EncryptionMode::kPassphrase) {
       WB_RETURN_IF_ERROR(CheckKdfParams(o.kdf));
       c.kdf = o.kdf;
@@ -287,11 +287,9 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
       WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(o.credentials.key_file));
       WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
     }
-    Key master = RandomKey();
+    const SecureKey master = RandomKey();
     c.wrapped_key = WrapKey(master, kek, c.id);
     c.authentication = Authenticate(c, KeySet(master));
-    sodium_memzero(master.data(), master.size());
-    sodium_memzero(kek.data(), kek.size());
   } else {
     c.authentication = Authenticate(c, KeySet::Unencrypted(c.id));
   }
@@ -355,13 +353,9 @@ Status Repository::Unlock(const Credentials& credentials) {
   if (config_.mode == EncryptionMode::kNone) {
     keys_ = std::make_unique<KeySet>(KeySet::Unencrypted(config_.id));
   } else {
-    WB_ASSIGN_OR_RETURN(Key kek, KekFor(config_, credentials));
-    Result<Key> master = UnwrapKey(config_.wrapped_key, kek, config_.id);
-    sodium_memzero(kek.data(), kek.size());
-    if (!master.ok()) return master.status();
-    keys_ = std::make_unique<KeySet>(*master);
-    master_ = *master;
-    sodium_memzero(master->data(), master->size());
+    WB_ASSIGN_OR_RETURN(const SecureKey kek, KekFor(config_, credentials));
+    WB_ASSIGN_OR_RETURN(master_, UnwrapKey(config_.wrapped_key, kek, config_.id));
+    keys_ = std::make_unique<KeySet>(master_);
   }
   if (config_.format >= 2 && Authenticate(config_, *keys_) != config_.authentication) {
     return Status::Corruption(path_ + "/" + kConfigName +
@@ -521,7 +515,6 @@ Status Repository::InstallCatalog(const std::string& built_path, std::string* ke
 }
 
 Repository::~Repository() {
-  sodium_memzero(master_.data(), master_.size());
   catalog_.reset();
   for (auto& [id, fd] : pack_fds_)
     ::close(fd);
@@ -603,7 +596,8 @@ Status Repository::LoadPacks() {
   return Status::Ok();
 }
 
-Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials) {
+Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials,
+                             const std::optional<KdfParams>& kdf) {
   if (lock_fd_ < 0) return Status::Internal("ChangeKey needs the repository opened for writing");
   if (config_.mode == EncryptionMode::kNone || mode == EncryptionMode::kNone) {
     return Status::Unsupported(
@@ -612,20 +606,25 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
   }
   RepositoryConfig updated = config_;
   updated.mode = mode;
-  Key kek{};
+  SecureKey kek;
   if (mode == EncryptionMode::kPassphrase) {
     updated.kdf = NewKdfParams();
     updated.kdf.opslimit = config_.kdf.opslimit;
     updated.kdf.memlimit = config_.kdf.memlimit;
+    if (kdf.has_value()) {
+      WB_RETURN_IF_ERROR(CheckKdfRaise(config_.kdf, *kdf));
+      updated.kdf.opslimit = kdf->opslimit;
+      updated.kdf.memlimit = kdf->memlimit;
+    }
     WB_ASSIGN_OR_RETURN(kek, KeyFromPassphrase(credentials.passphrase, updated.kdf));
   } else {
+    if (kdf.has_value()) return Status::InvalidArgument("a KDF cost applies to passphrases only");
     if (credentials.key_file.empty()) return Status::InvalidArgument("--new-key-file is required");
     WB_RETURN_IF_ERROR(CreateKeyFileIfMissing(credentials.key_file));
     WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(credentials.key_file));
     WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
   }
   updated.wrapped_key = WrapKey(master_, kek, config_.id);
-  sodium_memzero(kek.data(), kek.size());
   updated.authentication = Authenticate(updated, *keys_);
   // The catalog's KDF floor may never exceed what config.json holds, even if we crash between
   // the two writes: lower it to the smaller of old and new first, then set it to the new.

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -95,8 +96,11 @@ class Repository {
   Status LoadPacks();
 
   // Re-wraps the master key for new credentials (a new passphrase, or a key file); data untouched.
+  // With `kdf` (passphrase only; its salt is ignored), the new wrapping uses that Argon2id cost,
+  // which may only be raised (CheckKdfRaise); without, the current cost is kept.
   // REQUIRES: opened with kWrite.
-  Status ChangeKey(EncryptionMode mode, const Credentials& credentials);
+  Status ChangeKey(EncryptionMode mode, const Credentials& credentials,
+                   const std::optional<KdfParams>& kdf = std::nullopt);
 
  private:
   Repository() = default;
@@ -109,7 +113,7 @@ class Repository {
   std::string path_;
   RepositoryConfig config_;
   std::unique_ptr<KeySet> keys_;
-  Key master_{};  // wiped on destruction; needed to re-wrap it under new credentials
+  SecureKey master_;  // locked memory, wiped when freed; needed to re-wrap it for new credentials
   std::unique_ptr<catalog::Catalog> catalog_;
   int lock_fd_ = -1;
   std::mutex packs_mu_;

@@ -122,17 +122,17 @@ TEST_CASE("records: unencrypted repositories still detect damage through the dig
 
 TEST_CASE("keys: digests are keyed and the wrapped key needs the right passphrase", "[record]") {
   REQUIRE(InitCrypto().ok());
-  const Key master = RandomKey();
+  const SecureKey master = RandomKey();
   const auto data = Text(100);
   CHECK(KeySet(master).DigestOf(data.data(), data.size()) !=
         KeySet(RandomKey()).DigestOf(data.data(), data.size()));
   KdfParams kdf = NewKdfParams();
   kdf.opslimit = 1;
   kdf.memlimit = 8 << 20;
-  const Key kek = KeyFromPassphrase(Secret("right"), kdf).value();
+  const SecureKey kek = KeyFromPassphrase(Secret("right"), kdf).value();
   const std::string wrapped = WrapKey(master, kek, "repo-1");
   CHECK(UnwrapKey(wrapped, kek, "repo-1").value() == master);
-  const Key wrong = KeyFromPassphrase(Secret("wrong"), kdf).value();
+  const SecureKey wrong = KeyFromPassphrase(Secret("wrong"), kdf).value();
   CHECK(UnwrapKey(wrapped, wrong, "repo-1").status().code() == StatusCode::kAuthFailed);
   CHECK(UnwrapKey(wrapped, kek, "repo-2").status().code() == StatusCode::kAuthFailed);
   CHECK(KeyFromKeyFile(Secret("not hex\n")).status().code() == StatusCode::kInvalidArgument);

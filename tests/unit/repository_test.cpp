@@ -195,3 +195,32 @@ TEST_CASE("repository: init refuses an existing repository and odd chunk sizes",
   CHECK(Repository::Open(t.dir + "/nothing", Credentials{}, OpenMode::kRead).status().code() ==
         StatusCode::kNotFound);
 }
+
+TEST_CASE("repository: key change raises the KDF cost for the same passphrase, never lowers it",
+          "[repository]") {
+  TempRepo t;
+  REQUIRE(Repository::Init(t.path, Quick("pw")).ok());
+  KdfParams higher;
+  higher.opslimit = 2;
+  higher.memlimit = 16 << 20;
+  {
+    auto repo = OpenRw(t.path, "pw");
+    Credentials same;
+    same.passphrase = Secret("pw");
+    KdfParams lower = higher;
+    lower.memlimit = 4 << 20;
+    CHECK(repo->ChangeKey(EncryptionMode::kPassphrase, same, lower).code() ==
+          StatusCode::kInvalidArgument);
+    REQUIRE(repo->ChangeKey(EncryptionMode::kPassphrase, same, higher).ok());
+    Credentials key_file;
+    key_file.key_file = t.dir + "/k";
+    CHECK(repo->ChangeKey(EncryptionMode::kKeyFile, key_file, higher).code() ==
+          StatusCode::kInvalidArgument);
+  }
+  const RepositoryConfig config = Repository::ReadConfig(t.path).value();
+  CHECK(config.kdf.opslimit == 2);
+  CHECK(config.kdf.memlimit == 16u << 20);
+  Credentials c;
+  c.passphrase = Secret("pw");
+  CHECK(Repository::Open(t.path, c, OpenMode::kRead).ok());
+}

@@ -186,12 +186,12 @@ Status Connection::Login() {
                                      "' given without a secret");
     }
     if (iscsi_set_initiator_username_pwd(iscsi_, options_.chap.user.c_str(),
-                                         options_.chap.secret.reveal().c_str()) != 0) {
+                                         options_.chap.secret.c_str()) != 0) {
       return Status::InvalidArgument(std::string("CHAP: ") + iscsi_get_error(iscsi_));
     }
     if (!options_.chap.target_user.empty() &&
         iscsi_set_target_username_pwd(iscsi_, options_.chap.target_user.c_str(),
-                                      options_.chap.target_secret.reveal().c_str()) != 0) {
+                                      options_.chap.target_secret.c_str()) != 0) {
       return Status::InvalidArgument(std::string("mutual CHAP: ") + iscsi_get_error(iscsi_));
     }
   } else if (!options_.chap.target_user.empty()) {

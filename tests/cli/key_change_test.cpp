@@ -1,0 +1,97 @@
+// `wanbackup key change --kdf-*` end to end on a local repository: the real binary, no target.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/subprocess.h"
+
+using wanbackup::testing::Run;
+using wanbackup::testing::RunOptions;
+using wanbackup::testing::RunResult;
+
+namespace {
+
+struct Scratch {
+  Scratch() {
+    char tmpl[] = "/tmp/wb-keychange-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    repo = dir + "/repo";
+  }
+  ~Scratch() { std::system(("rm -rf " + dir).c_str()); }
+  std::string dir, repo;
+};
+
+RunResult Wanbackup(std::vector<std::string> args, const std::string& pass = "cli-pass") {
+  args.insert(args.begin(), WB_WANBACKUP_BIN);
+  RunOptions o;
+  o.env["WANBACKUP_PASSWORD"] = pass;
+  o.timeout = std::chrono::seconds(110);
+  return Run(args, o);
+}
+
+nlohmann::json Kdf(const std::string& repo) {
+  std::ifstream in(repo + "/config.json");
+  return nlohmann::json::parse(in).at("encryption").at("kdf");
+}
+
+}  // namespace
+
+TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses to lower it",
+          "[cli]") {
+  Scratch s;
+  const std::string image = s.dir + "/image.img";
+  {
+    std::ofstream out(image, std::ios::binary);
+    std::mt19937_64 rng(42);
+    for (int i = 0; i < 100000; ++i) {
+      const uint64_t v = rng();
+      out.write(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  }
+  REQUIRE(Wanbackup({"init", s.repo}).exit_code == 0);
+  REQUIRE(Wanbackup({"snapshot", image, "--repo", s.repo}).exit_code == 0);
+  const uint64_t before = Kdf(s.repo).at("memlimit").get<uint64_t>();
+  const std::string salt = Kdf(s.repo).at("salt").get<std::string>();
+
+  RunResult raise =
+      Wanbackup({"key", "change", "--repo", s.repo, "--kdf-memory", "160M", "--kdf-ops", "4"});
+  INFO(raise.err);
+  REQUIRE(raise.exit_code == 0);
+  CHECK(raise.err.find("the same passphrase") != std::string::npos);
+  CHECK(Kdf(s.repo).at("memlimit").get<uint64_t>() == 160u << 20);
+  CHECK(Kdf(s.repo).at("memlimit").get<uint64_t>() > before);
+  CHECK(Kdf(s.repo).at("opslimit").get<uint64_t>() == 4);
+  CHECK(Kdf(s.repo).at("salt").get<std::string>() != salt);
+
+  // The same passphrase still opens it, and the snapshot restores bit-exact.
+  REQUIRE(Wanbackup({"restore", "1", "--to", s.dir + "/out.img", "--repo", s.repo}).exit_code == 0);
+  CHECK(Run({"cmp", image, s.dir + "/out.img"}).exit_code == 0);
+
+  for (const std::vector<std::string>& lower : {std::vector<std::string>{"--kdf-memory", "128M"},
+                                                {"--kdf-ops", "3"},
+                                                {"--kdf-memory", "1T"}}) {
+    std::vector<std::string> args = {"key", "change", "--repo", s.repo};
+    args.insert(args.end(), lower.begin(), lower.end());
+    RunResult r = Wanbackup(args);
+    INFO(lower[0] << " " << lower[1] << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK((r.err.find("can only be raised") != std::string::npos ||
+           r.err.find("out of range") != std::string::npos));
+  }
+  CHECK(Kdf(s.repo).at("memlimit").get<uint64_t>() == 160u << 20);  // nothing changed
+}
+
+TEST_CASE("cli: key change --help gives the KDF defaults, the rule and an example", "[cli]") {
+  RunResult r = Run({WB_WANBACKUP_BIN, "key", "change", "--help"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("--kdf-memory") != std::string::npos);
+  CHECK(r.out.find("128.00 MiB, 3 passes") != std::string::npos);
+  CHECK(r.out.find("never lowered") != std::string::npos);
+  CHECK(r.out.find("--kdf-memory 1G --kdf-ops 4") != std::string::npos);
+}
