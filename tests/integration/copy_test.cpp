@@ -167,7 +167,9 @@ TEST_CASE("copy: a short blackhole mid-copy is ridden out and the copy is bit-ex
   OutDir out;
   const std::string file = out.path + "/blackhole.img";
   RunResult r;
-  std::thread copy([&] { r = bed.Wanbackup({"copy", LunUrl(1), file, "--json"}); });
+  // Catch is not thread-safe: everything that may assert is done before the thread starts.
+  const std::vector<std::string> args = {"copy", LunUrl(1), file, "--json"};
+  std::thread copy([&] { r = bed.Wanbackup(args); });
   std::this_thread::sleep_for(1500ms);
   bed.Wan("blackhole 2s");
   copy.join();
@@ -185,10 +187,10 @@ TEST_CASE(
   OutDir out;
   const std::string file = out.path + "/reconnect.img";
   RunResult r;
-  std::thread copy([&] {
-    r = bed.Wanbackup({"copy", LunUrl(1), file, "--json", "--timeout", "2s", "--login-timeout",
-                       "2s", "--connections", "3"});
-  });
+  const std::vector<std::string> args = {
+      "copy", LunUrl(1),         file, "--json",        "--timeout",
+      "2s",   "--login-timeout", "2s", "--connections", "3"};
+  std::thread copy([&] { r = bed.Wanbackup(args); });
   std::this_thread::sleep_for(1500ms);
   bed.Wan("blackhole 5s");
   copy.join();

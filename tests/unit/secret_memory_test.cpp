@@ -14,6 +14,14 @@ using namespace wanbackup::pipeline;
 
 namespace {
 
+// ASan, UBSan's runtime and TSan intercept mlock() and make it a no-op, so under a sanitizer the
+// kernel never marks the pages locked: only the release build can check "lo".
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kMlockWorks = false;
+#else
+constexpr bool kMlockWorks = true;
+#endif
+
 // The VmFlags line of the mapping in /proc/self/smaps that holds `p` ("" when none does).
 std::string VmFlagsOf(const void* p) {
   const auto addr = reinterpret_cast<uintptr_t>(p);
@@ -42,8 +50,8 @@ TEST_CASE("secret: the bytes are locked and left out of core dumps", "[secret]")
   Secret s("hunter2");
   const std::string flags = VmFlagsOf(s.storage());
   INFO(flags);
-  CHECK(HasFlag(flags, "dd"));  // MADV_DONTDUMP
-  CHECK(HasFlag(flags, "lo"));  // mlock
+  CHECK(HasFlag(flags, "dd"));                   // MADV_DONTDUMP
+  if (kMlockWorks) CHECK(HasFlag(flags, "lo"));  // mlock
   int on_the_stack = 0;
   CHECK_FALSE(HasFlag(VmFlagsOf(&on_the_stack), "dd"));  // the check can tell them apart
 }
@@ -86,7 +94,7 @@ TEST_CASE("secure key: locked, read-only once sealed, compared in constant time"
   const std::string flags = VmFlagsOf(k.data());
   INFO(flags);
   CHECK(HasFlag(flags, "dd"));
-  CHECK(HasFlag(flags, "lo"));
+  if (kMlockWorks) CHECK(HasFlag(flags, "lo"));
   CHECK(HasFlag(flags, "rd"));
   CHECK_FALSE(HasFlag(flags, "wr"));  // sealed: not writable
   const SecureKey copy = k.Clone();
