@@ -5,6 +5,7 @@
 
 #include "catalog/internal/sqlite.h"
 #include "catalog/map_codec.h"
+#include "common/failpoint.h"
 
 namespace wanbackup::catalog {
 namespace {
@@ -140,6 +141,7 @@ class SqliteCatalog final : public Catalog {
   }
 
   Result<std::unique_ptr<Transaction>> Begin() override {
+    if (WB_FAILPOINT_ERROR("catalog.begin")) return Status::IoError("catalog: BEGIN failed");
     WB_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
     return std::make_unique<Transaction>(this);
   }
@@ -343,7 +345,10 @@ class SqliteCatalog final : public Catalog {
   }
 
  protected:
-  Status CommitTransaction() override { return db_.Exec("COMMIT"); }
+  Status CommitTransaction() override {
+    if (WB_FAILPOINT_ERROR("catalog.commit")) return Status::IoError("catalog: COMMIT failed");
+    return db_.Exec("COMMIT");
+  }
   void Rollback() override { (void)db_.Exec("ROLLBACK"); }
 
  private:

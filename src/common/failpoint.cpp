@@ -9,16 +9,30 @@
 #include <string>
 
 namespace wanbackup {
+namespace {
+
+// True the n-th time `name` matches `spec` (<name>[:<n>]), counting in `hits`.
+bool Hit(const char* spec, const char* name, std::atomic<int>& hits) {
+  if (spec == nullptr) return false;
+  const std::string s(spec);
+  const size_t colon = s.find(':');
+  if (s.compare(0, colon, name) != 0) return false;
+  const int wanted = colon == std::string::npos ? 1 : std::atoi(s.c_str() + colon + 1);
+  return ++hits == wanted;
+}
+
+}  // namespace
 
 void Failpoint(const char* name) {
   static const char* spec = std::getenv("WANBACKUP_FAILPOINT");
-  if (spec == nullptr) return;
   static std::atomic<int> hits{0};
-  const std::string s(spec);
-  const size_t colon = s.find(':');
-  if (s.compare(0, colon, name) != 0) return;
-  const int wanted = colon == std::string::npos ? 1 : std::atoi(s.c_str() + colon + 1);
-  if (++hits == wanted) ::kill(::getpid(), SIGKILL);
+  if (Hit(spec, name, hits)) ::kill(::getpid(), SIGKILL);
+}
+
+bool FailpointError(const char* name) {
+  static const char* spec = std::getenv("WANBACKUP_FAILPOINT_ERROR");
+  static std::atomic<int> hits{0};
+  return Hit(spec, name, hits);
 }
 
 }  // namespace wanbackup

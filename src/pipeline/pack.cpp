@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/failpoint.h"
+
 namespace wanbackup::pipeline {
 namespace {
 
@@ -68,6 +70,7 @@ Result<uint64_t> PackWriter::Append(const uint8_t* data, size_t size) {
 }
 
 Status PackWriter::Sync() {
+  if (WB_FAILPOINT_ERROR("pack.fdatasync")) return Status::FromErrno(EIO, "flushing " + path_);
   if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "flushing " + path_);
   return Status::Ok();
 }
@@ -86,6 +89,11 @@ Status CheckPackHeader(int fd, const std::string& repository_id, const std::stri
 
 Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
                                   std::vector<uint8_t>* buffer) {
+  // The catalog's size sizes the buffer: a tampered one must not allocate gigabytes.
+  if (stored_size > kMaxRecordPayload) {
+    return Status::Corruption("the catalog's record size (" + std::to_string(stored_size) +
+                              ") exceeds any chunk's (" + std::to_string(kMaxRecordPayload) + ")");
+  }
   buffer->resize(kRecordHeaderSize + stored_size);
   WB_RETURN_IF_ERROR(PreadAll(fd, buffer->data(), buffer->size(), offset));
   WB_ASSIGN_OR_RETURN(RecordHeader header, ParseRecordHeader(buffer->data()));
