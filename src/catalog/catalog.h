@@ -86,10 +86,14 @@ class Catalog {
     ~Transaction() {
       if (catalog_ != nullptr) catalog_->Rollback();
     }
+    // Once only: a failed COMMIT is rolled back, and the transaction is finished either way.
     Status Commit() {
+      if (catalog_ == nullptr) return Status::Internal("catalog: the transaction is finished");
       Catalog* c = catalog_;
       catalog_ = nullptr;
-      return c->CommitTransaction();
+      Status s = c->CommitTransaction();
+      if (!s.ok()) c->Rollback();
+      return s;
     }
 
    private:

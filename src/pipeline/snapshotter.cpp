@@ -123,6 +123,7 @@ class Snapshotter {
   std::unique_ptr<catalog::Catalog::Transaction> txn_;
   std::unique_ptr<PackWriter> pack_;
   int64_t pack_id_ = 0;
+  bool pack_sync_failed_ = false;
   uint64_t stored_since_commit_ = 0;
   Clock::time_point last_commit_ = Clock::now();
   std::unordered_map<Digest, std::vector<uint64_t>, DigestHash> pending_;   // being encoded
@@ -246,7 +247,12 @@ Status Snapshotter::StartPack() {
 Status Snapshotter::SyncPack() {
   if (!pack_) return Status::Ok();
   WB_FAILPOINT("snapshot.before-pack-sync");
-  WB_RETURN_IF_ERROR(pack_->Sync());
+  if (Status s = pack_->Sync(); !s.ok()) {
+    // The page cache may now hold bytes the disk never got, and a retry could "succeed"
+    // without them: nothing that names this pack's unsynced bytes may ever be committed.
+    pack_sync_failed_ = true;
+    return s;
+  }
   WB_FAILPOINT("snapshot.after-pack-sync");
   return catalog_.SetPackSize(pack_id_, pack_->size());
 }
@@ -258,7 +264,9 @@ Status Snapshotter::Commit(bool force) {
   if (!force && !due) return Status::Ok();
   const int64_t t0 = ThreadCpuNs();
   WB_RETURN_IF_ERROR(SyncPack());
-  WB_RETURN_IF_ERROR(txn_->Commit());
+  Status committed = txn_->Commit();
+  txn_.reset();  // finished either way; a failed Begin() below leaves none
+  WB_RETURN_IF_ERROR(committed);
   WB_FAILPOINT("snapshot.after-commit");
   if (pack_ && pack_->size() >= options_.pack_size)
     pack_.reset();  // the next record starts a new one
@@ -446,8 +454,9 @@ Result<SnapshotResult> Snapshotter::Run() {
 
   if (!status.ok()) {
     // Keep what is durable for the next run: flush the pack and commit the chunks already
-    // recorded (never the snapshot itself), then mark the run failed.
-    Status keep = SyncPack();
+    // recorded (never the snapshot itself), then mark the run failed. After a failed pack sync
+    // (or without an open transaction) the catalog stays as at the last good checkpoint.
+    Status keep = pack_sync_failed_ || !txn_ ? Status::IoError("nothing more to keep") : SyncPack();
     if (keep.ok()) keep = txn_->Commit();
     txn_.reset();
     if (keep.ok()) {
