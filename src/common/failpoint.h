@@ -2,8 +2,9 @@
 // environment, the process kills itself with SIGKILL the n-th time (default first) it passes
 // WB_FAILPOINT(name): a power cut at that instant, as far as the repository can tell. With
 // WANBACKUP_FAIL=<name>[:<n>], WB_INJECT_ERROR(name) is true the n-th time it is passed, and the
-// caller fails as if the system call there had failed with EIO (a failed fdatasync, a failed
-// SQLite COMMIT). Free when the variables are unset. Thread-safe.
+// caller fails as if the system call there had failed with EIO (points: pack.fdatasync,
+// catalog.begin, catalog.commit, restore.before-rename). Free when the variables are unset.
+// Thread-safe.
 #pragma once
 
 namespace wanbackup {

@@ -7,10 +7,31 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
+#include "common/failpoint.h"
 #include "common/units.h"
 
 namespace wanbackup::pipeline {
+namespace {
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+Status SyncDirectory(const std::string& dir_path) {
+  const int dir = ::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0 || ::fsync(dir) != 0) {
+    const int err = errno;
+    if (dir >= 0) ::close(dir);
+    return Status::FromErrno(err, "flushing the directory " + dir_path);
+  }
+  ::close(dir);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
                                                  const FileSinkOptions& options) {
@@ -63,19 +84,33 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
   if (exists && !options.overwrite) {
     return Status::AlreadyExists(path + " exists; use --force to overwrite it");
   }
-  sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
   sink->regular_ = true;
   sink->zeros_free_ = true;
   if (!exists) {
-    const size_t slash = path.find_last_of('/');
-    sink->created_in_ = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (sink->fd_ < 0 && errno == EEXIST) {
+      return Status::AlreadyExists(path + " exists; use --force to overwrite it");
+    }
+    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
+    sink->created_in_ = DirectoryOf(path);
+    return sink;
   }
+  // Replacing: through a temporary file beside the real one (a symlink's target, not the link).
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return Status::FromErrno(errno, "cannot resolve " + path);
+  sink->replace_path_ = real;
+  std::free(real);
+  sink->created_in_ = DirectoryOf(sink->replace_path_);
+  std::string temp = sink->created_in_ + "/.wanbackup-restore-XXXXXX";
+  sink->fd_ = ::mkostemp(temp.data(), O_CLOEXEC);  // O_EXCL, mode 0600
+  if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create a file beside " + path);
+  sink->temp_path_ = temp;
   return sink;
 }
 
 FileSink::~FileSink() {
   if (fd_ >= 0 && owns_fd_) ::close(fd_);
+  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());  // not finished: the old file stays
 }
 
 Status FileSink::Write(uint64_t offset, const uint8_t* data, size_t length) {
@@ -107,16 +142,17 @@ Status FileSink::Finish(uint64_t total_size) {
   if ((regular_ || block_device_) && ::fsync(fd_) != 0) {
     return Status::FromErrno(errno, "flushing " + name_ + " to stable storage");
   }
-  if (!created_in_.empty()) {
-    // A new file's name is durable only once its directory is.
-    const int dir = ::open(created_in_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0 || ::fsync(dir) != 0) {
-      const int err = errno;
-      if (dir >= 0) ::close(dir);
-      return Status::FromErrno(err, "flushing the directory " + created_in_);
+  if (!temp_path_.empty()) {
+    if (WB_INJECT_ERROR("restore.before-rename")) {
+      return Status::FromErrno(EIO, "replacing " + name_);
     }
-    ::close(dir);
+    if (::rename(temp_path_.c_str(), replace_path_.c_str()) != 0) {
+      return Status::FromErrno(errno, "replacing " + name_);
+    }
+    temp_path_.clear();
   }
+  // A new file's name is durable only once its directory is.
+  if (!created_in_.empty()) WB_RETURN_IF_ERROR(SyncDirectory(created_in_));
   if (owns_fd_) {
     const int fd = fd_;
     fd_ = -1;

@@ -5,8 +5,11 @@
 // Safety rules (the demanding user's): an existing regular file is not overwritten without
 // `overwrite`; a block device is opened with O_EXCL, so the kernel refuses one that is mounted
 // or held by LVM/RAID, and it must be at least as large as the data; new files are created
-// mode 0600 (disk images hold everything the disk held) and are sparse where zeros are skipped;
-// Finish() truncates to the final size and fsyncs before reporting success.
+// mode 0600 (disk images hold everything the disk held), with O_EXCL, and are sparse where zeros
+// are skipped; Finish() truncates to the final size and fsyncs before reporting success. An
+// existing regular file is replaced only whole: the data goes to a temporary file beside it
+// (O_EXCL, 0600), which Finish() fsyncs and renames over it, then fsyncs the directory; a sink
+// destroyed before that removes the temporary file and leaves the old one untouched.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +47,9 @@ class FileSink : public BlockSink {
   bool regular_ = false;
   bool block_device_ = false;
   std::string created_in_;  // directory of a file this sink created: synced by Finish
-  uint64_t position_ = 0;   // sequential sinks: the next offset expected
+  std::string temp_path_;   // replacing a file: written here, renamed over replace_path_
+  std::string replace_path_;
+  uint64_t position_ = 0;  // sequential sinks: the next offset expected
 };
 
 }  // namespace wanbackup::pipeline

@@ -6,8 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -18,10 +21,23 @@
 namespace wanbackup::pipeline {
 namespace {
 
+constexpr uint64_t kDirectAlign = 4096;  // covers every logical block size Linux supports
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Leaves direct I/O for cached reads of pages that are dropped first.
+void DropDirect(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_DIRECT);
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 class FileSourceImpl final : public FileSource {
  public:
-  FileSourceImpl(int fd, SourceGeometry geometry, int threads)
-      : fd_(fd), geometry_(std::move(geometry)) {
+  FileSourceImpl(int fd, SourceGeometry geometry, int threads, bool direct)
+      : fd_(fd), geometry_(std::move(geometry)), direct_(direct) {
     for (int i = 0; i < threads; ++i)
       workers_.emplace_back([this] { Work(); });
   }
@@ -92,6 +108,8 @@ class FileSourceImpl final : public FileSource {
 
  private:
   void Work() {
+    std::unique_ptr<uint8_t, FreeDeleter> bounce;  // direct reads: aligned, this thread's
+    size_t bounce_size = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
@@ -99,12 +117,51 @@ class FileSourceImpl final : public FileSource {
       ReadRequest r = queue_.front();
       queue_.pop_front();
       lock.unlock();
-      Status status = ReadFully(r);
+      Status status = direct_.load() ? ReadDirect(r, bounce, bounce_size) : ReadFully(r);
       lock.lock();
       if (status.ok()) bytes_read_ += r.length;
       done_.push_back(ReadCompletion{r, std::move(status)});
       done_cv_.notify_one();
     }
+  }
+
+  // Reads the aligned span around `r` with O_DIRECT into `bounce` and copies `r`'s part out.
+  Status ReadDirect(const ReadRequest& r, std::unique_ptr<uint8_t, FreeDeleter>& bounce,
+                    size_t& bounce_size) {
+    const uint64_t start = r.offset / kDirectAlign * kDirectAlign;
+    const uint64_t end = r.offset + r.length;
+    const size_t span = static_cast<size_t>((end - start + kDirectAlign - 1) / kDirectAlign) *
+                        static_cast<size_t>(kDirectAlign);
+    if (bounce_size < span) {
+      bounce.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, span)));
+      bounce_size = bounce ? span : 0;
+      if (!bounce) return Status::Internal("out of memory for a direct read");
+    }
+    uint64_t done = 0;
+    while (start + done < end) {
+      const ssize_t n =
+          ::pread(fd_, bounce.get() + done, span - done, static_cast<off_t>(start + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EINVAL) {  // the file system refuses direct reads after all
+          direct_ = false;
+          DropDirect(fd_);
+          return ReadFully(r);
+        }
+        if (errno == EIO) {
+          return Status::MediumError("reading " + geometry_.name + " at offset " +
+                                     std::to_string(start + done) + ": I/O error");
+        }
+        return Status::FromErrno(errno, "reading " + geometry_.name);
+      }
+      if (n == 0) {
+        return Status::IoError(geometry_.name + " ended at " + std::to_string(start + done) +
+                               " (it shrank while being read?)");
+      }
+      done += static_cast<uint64_t>(n);
+    }
+    std::memcpy(r.buffer, bounce.get() + (r.offset - start), r.length);
+    return Status::Ok();
   }
 
   Status ReadFully(const ReadRequest& r) {
@@ -131,6 +188,7 @@ class FileSourceImpl final : public FileSource {
 
   const int fd_;
   const SourceGeometry geometry_;
+  std::atomic<bool> direct_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<ReadRequest> queue_;    // GUARDED_BY(mu_)
@@ -143,8 +201,16 @@ class FileSourceImpl final : public FileSource {
 
 }  // namespace
 
-Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, int threads) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, int threads,
+                                                     bool direct) {
+  int fd = direct ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  if (direct && fd < 0 && errno == EINVAL) {  // O_DIRECT refused (tmpfs): drop the cache instead
+    direct = false;
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) DropDirect(fd);
+  } else if (!direct) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (fd < 0) return Status::FromErrno(errno, "cannot open " + path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -175,7 +241,7 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, in
     return Status::InvalidArgument(path + " is empty");
   }
   return std::unique_ptr<FileSource>(
-      new FileSourceImpl(fd, std::move(geometry), std::max(1, threads)));
+      new FileSourceImpl(fd, std::move(geometry), std::max(1, threads), direct));
 }
 
 }  // namespace wanbackup::pipeline

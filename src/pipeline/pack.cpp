@@ -90,8 +90,12 @@ Status CheckPackHeader(int fd, const std::string& repository_id, const std::stri
 
 Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
                                   std::vector<uint8_t>* buffer) {
-  // The size comes from the catalog or a header: check it against the file before it sizes an
-  // allocation (a damaged catalog could ask for 4 GiB).
+  // The size comes from the catalog or a header and sizes the buffer: no record is larger
+  // than kMaxRecordPayload, nor reaches past the end of the file.
+  if (stored_size > kMaxRecordPayload) {
+    return Status::Corruption("the catalog's record size (" + std::to_string(stored_size) +
+                              ") exceeds any chunk's (" + std::to_string(kMaxRecordPayload) + ")");
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "reading a pack");
   const auto file_size = static_cast<uint64_t>(st.st_size);

@@ -15,6 +15,11 @@
 namespace wanbackup::pipeline {
 
 inline constexpr size_t kPackHeaderSize = 32;
+// Bounds for sizes read from the catalog or a pack before they size an allocation or a write:
+// the largest chunk a repository may have, and the largest record payload (that chunk plus
+// ample room for zstd's worst-case growth and the AEAD tag).
+inline constexpr uint32_t kMaxChunkSize = 64u << 20;
+inline constexpr uint32_t kMaxRecordPayload = kMaxChunkSize + (1u << 20);
 
 class PackWriter {
  public:

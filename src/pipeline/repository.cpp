@@ -375,13 +375,17 @@ Status Repository::OpenCatalog() {
     return Status::Corruption(catalog_path + " is missing" + repair);
   }
   Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(catalog_path, false);
+  if (!cat.ok() && ::access(path_.c_str(), W_OK) != 0 && (errno == EROFS || errno == EACCES)) {
+    // SQLite cannot open a WAL database where it may not write: not the catalog's fault.
+    return Status::FromErrno(errno, "opening " + catalog_path);
+  }
   if (!cat.ok()) {
     if (cat.status().code() == StatusCode::kBusy ||
         cat.status().code() == StatusCode::kPermissionDenied ||
         cat.status().code() == StatusCode::kUnsupported) {
       return cat.status();
     }
-    const std::string& why = cat.status().message();
+    const std::string why = cat.status().message();
     return Status::Corruption(catalog_path + " cannot be used (" + why + ")" +
                               (why.find("repair catalog") == std::string::npos ? repair : ""));
   }

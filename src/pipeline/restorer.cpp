@@ -26,6 +26,26 @@ std::string Range(const catalog::SnapshotInfo& s, uint64_t index, uint64_t lengt
          std::to_string(length / std::max<uint32_t>(1, s.block_size)) + ")";
 }
 
+// The snapshot's geometry from the catalog sizes buffers and writes: refuse one that cannot be
+// real, and map segments that reach past its end (a write there could pass the device's end).
+Status CheckGeometry(const catalog::SnapshotInfo& s) {
+  const uint32_t c = s.chunk_size;
+  if (c < (64u << 10) || c > kMaxChunkSize || (c & (c - 1)) != 0 || s.size_bytes == 0) {
+    return Status::Corruption("snapshot " + std::to_string(s.id) + ": chunk size " +
+                              std::to_string(c) + " or size " + std::to_string(s.size_bytes) +
+                              " is impossible");
+  }
+  return Status::Ok();
+}
+
+Status CheckSegment(const catalog::SnapshotInfo& s, uint64_t first, size_t count) {
+  if (first > s.chunk_count() || count > s.chunk_count() - first) {
+    return Status::Corruption("snapshot " + std::to_string(s.id) + ": a chunk map segment at " +
+                              std::to_string(first) + " reaches past its size");
+  }
+  return Status::Ok();
+}
+
 // Reads and opens chunk `c` into `out` (raw_size bytes).
 Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
                  std::vector<uint8_t>* record, uint8_t* out) {
@@ -44,6 +64,7 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
   if (snap.status != catalog::SnapshotStatus::kComplete) {
     return Status::InvalidArgument("snapshot " + std::to_string(snap.id) + " is not complete");
   }
+  WB_RETURN_IF_ERROR(CheckGeometry(snap));
   if (!options.record_checked) WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, snap, true));
   const bool ordered = sink.sequential_only();
   const int workers =
@@ -61,6 +82,7 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
   WB_RETURN_IF_ERROR(repo.LoadPacks());
   Status status = repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+        WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
         // Resolve where each chunk lives (the catalog belongs to this thread).
         std::unordered_map<int64_t, catalog::ChunkRecord> where;
         for (int64_t id : ids) {
@@ -130,7 +152,9 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
 }
 
 Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, const std::string& path) {
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<FileSource> source, FileSource::Open(path));
+  WB_RETURN_IF_ERROR(CheckGeometry(snap));
+  // Read back from the medium, not from the page cache the restore just filled.
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<FileSource> source, FileSource::Open(path, 2, true));
   if (source->geometry().size_bytes < snap.size_bytes) {
     return Status::Corruption(path + " is shorter than the snapshot");
   }
@@ -140,6 +164,7 @@ Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, const 
     free_buffers.push_back(b.data());
   return repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+        WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
         std::unordered_map<int64_t, Digest> digests;
         for (int64_t id : ids) {
           if (id != 0 && !digests.count(id)) {

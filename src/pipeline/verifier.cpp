@@ -23,6 +23,7 @@ Status CheckChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkReco
   if (h.digest != c.digest || h.raw_size != c.raw_size) {
     return Status::Corruption("the record in the pack is not the chunk the catalog names");
   }
+  if (h.raw_size > kMaxChunkSize) return Status::Corruption("the record's size is impossible");
   chunk->resize(h.raw_size);
   return codec.Open(h, record->data() + kRecordHeaderSize, chunk->data());
 }

@@ -145,3 +145,14 @@ TEST_CASE("catalog: a map with a missing segment is reported as corruption", "[c
   CHECK(s.code() == StatusCode::kCorruption);
   CHECK(s.message().find("missing") != std::string::npos);
 }
+
+TEST_CASE("catalog: a transaction commits once; committing it again is an error, not a crash",
+          "[catalog]") {
+  TempDb db;
+  auto c = std::move(Catalog::Open(db.path, true)).value();
+  auto txn = std::move(c->Begin()).value();
+  REQUIRE(c->AddPack("aa00").ok());
+  REQUIRE(txn->Commit().ok());
+  CHECK(txn->Commit().code() == StatusCode::kInternal);
+  CHECK(c->Packs().value().size() == 1);
+}

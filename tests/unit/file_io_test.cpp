@@ -1,7 +1,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -99,4 +101,77 @@ TEST_CASE("file source: a missing or empty file is refused", "[fileio]") {
   CHECK(FileSource::Open(dir.path + "/missing").status().code() == StatusCode::kNotFound);
   std::ofstream(dir.path + "/empty");
   CHECK(FileSource::Open(dir.path + "/empty").status().code() == StatusCode::kInvalidArgument);
+}
+
+namespace {
+
+size_t Entries(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir))
+    ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("file sink: a replacement left unfinished leaves the old file untouched", "[fileio]") {
+  TempDir dir;
+  const std::string path = dir.path + "/out.img";
+  std::ofstream(path) << "precious";
+  FileSinkOptions force;
+  force.overwrite = true;
+  {
+    auto sink = FileSink::Open(path, force);
+    REQUIRE(sink.ok());
+    const std::vector<uint8_t> block(4096, 0xab);
+    REQUIRE((*sink)->Write(0, block.data(), block.size()).ok());
+    CHECK(Entries(dir.path) == 2);  // the data goes to a file beside it
+  }
+  CHECK(ReadAll(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
+  CHECK(Entries(dir.path) == 1);  // and that file is gone
+}
+
+TEST_CASE("file sink: a finished replacement is whole, private and leaves nothing beside it",
+          "[fileio]") {
+  TempDir dir;
+  const std::string path = dir.path + "/out.img";
+  std::ofstream(path) << "precious";
+  REQUIRE(::chmod(path.c_str(), 0644) == 0);
+  FileSinkOptions force;
+  force.overwrite = true;
+  auto sink = FileSink::Open(path, force);
+  REQUIRE(sink.ok());
+  const std::vector<uint8_t> block(4096, 0xab);
+  REQUIRE((*sink)->Write(4096, block.data(), block.size()).ok());
+  REQUIRE((*sink)->Finish(3 * 4096).ok());
+  std::vector<uint8_t> expected(3 * 4096, 0);
+  std::fill(expected.begin() + 4096, expected.begin() + 8192, 0xab);
+  CHECK(ReadAll(path) == expected);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(Entries(dir.path) == 1);
+}
+
+TEST_CASE("file source: direct reads at unaligned offsets and lengths are exact", "[fileio]") {
+  TempDir dir;
+  const std::string in = dir.path + "/in.img";
+  std::vector<uint8_t> data(3 * 1024 * 1024 + 123);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  std::ofstream(in, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  auto source = FileSource::Open(in, 2, true);
+  REQUIRE(source.ok());
+  for (uint64_t offset :
+       {uint64_t{0}, uint64_t{777}, uint64_t{4096}, uint64_t{data.size() - 5000}}) {
+    INFO("offset " << offset);
+    const uint64_t length = std::min<uint64_t>(1 << 20, data.size() - offset);
+    std::vector<uint8_t> got(length);
+    REQUIRE((*source)->Submit({offset, length, got.data(), 0}).ok());
+    auto done = (*source)->Wait();
+    REQUIRE(done.ok());
+    REQUIRE(done->status.ok());
+    CHECK(std::equal(got.begin(), got.end(), data.begin() + static_cast<ptrdiff_t>(offset)));
+  }
 }

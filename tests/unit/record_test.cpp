@@ -1,11 +1,15 @@
 #include "pipeline/record.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "pipeline/keys.h"
+#include "pipeline/pack.h"
 
 using wanbackup::Secret;
 using wanbackup::StatusCode;
@@ -137,4 +141,18 @@ TEST_CASE("keys: digests are keyed and the wrapped key needs the right passphras
   CHECK(UnwrapKey(wrapped, kek, "repo-2").status().code() == StatusCode::kAuthFailed);
   CHECK(KeyFromKeyFile(Secret("not hex\n")).status().code() == StatusCode::kInvalidArgument);
   CHECK(KeyFromKeyFile(NewKeyFileContents()).ok());
+}
+
+TEST_CASE("packs: a catalog record size beyond any chunk is refused before it sizes a buffer",
+          "[record]") {
+  char path[] = "/tmp/wb-pack-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::vector<uint8_t> buffer;
+  auto r = wanbackup::pipeline::ReadRecordAt(fd, 0, 0xffffffffu, &buffer);
+  ::close(fd);
+  ::unlink(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == wanbackup::StatusCode::kCorruption);
+  CHECK(buffer.capacity() < (1u << 20));
 }

@@ -1,0 +1,256 @@
+// Faults during a snapshot, injected with WANBACKUP_FAIL (common/failpoint.h): a
+// failed pack fdatasync and a failed catalog BEGIN or COMMIT end the run with a clean error,
+// commit nothing that depends on them, and leave the repository as the last good run left it.
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/testbed.h"
+
+using wanbackup::testing::Run;
+using wanbackup::testing::RunOptions;
+using wanbackup::testing::RunResult;
+
+namespace {
+
+struct Scratch {
+  Scratch() {
+    char tmpl[] = "/tmp/wb-faulttest-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    repo = dir + "/repo";
+  }
+  ~Scratch() { std::system(("rm -rf " + dir).c_str()); }
+  std::string dir, repo;
+};
+
+RunOptions WithPass() {
+  RunOptions o;
+  o.env["WANBACKUP_PASSWORD"] = "fault-pass";
+  o.timeout = std::chrono::seconds(120);
+  return o;
+}
+
+RunResult Local(std::vector<std::string> args, RunOptions options = WithPass()) {
+  args.insert(args.begin(), WB_WANBACKUP_BIN);
+  return Run(args, options);
+}
+
+nlohmann::json Json(const RunResult& r) {
+  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+bool Same(const std::string& a, const std::string& b) {
+  return Run({"cmp", a, b}).exit_code == 0;
+}
+
+// `chunks` 4 MiB chunks of noise (incompressible, all distinct) and every third one zero.
+void MakeImage(const std::string& path, uint64_t seed, size_t chunks) {
+  std::ofstream out(path, std::ios::binary);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t c = 0; c < chunks; ++c) {
+    std::string chunk(4u << 20, '\0');
+    if (c % 3 != 1) {
+      for (auto& ch : chunk) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ch = static_cast<char>(x);
+      }
+    }
+    out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  }
+}
+
+// A failed run: a clean error (exit 1, not a signal or a sanitizer report), one line saying why.
+void CheckCleanFailure(const RunResult& r) {
+  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("runtime error") == std::string::npos);
+  CHECK(r.err.find("Sanitizer") == std::string::npos);
+  CHECK_FALSE(r.err.empty());
+}
+
+// A small tmpfs at `path`, unmounted (and its directory removed) however the test ends.
+struct Tmpfs {
+  Tmpfs(std::string at, const std::string& size) : path(std::move(at)) {
+    REQUIRE(::mkdir(path.c_str(), 0700) == 0);
+    REQUIRE(::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0);
+  }
+  ~Tmpfs() {
+    ::umount2(path.c_str(), MNT_DETACH);
+    ::rmdir(path.c_str());
+  }
+  bool Remount(const std::string& options) {
+    return ::mount("tmpfs", path.c_str(), "tmpfs", MS_REMOUNT | (options == "ro" ? MS_RDONLY : 0),
+                   options == "ro" ? nullptr : options.c_str()) == 0;
+  }
+  std::string path;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "fault: a failed pack fdatasync fails the snapshot, commits none of its chunks, and the "
+    "next run succeeds",
+    "[fault][integration]") {
+  for (const char* point : {"pack.fdatasync:1", "pack.fdatasync:2", "pack.fdatasync:4"}) {
+    INFO("failing " << point);
+    Scratch s;
+    Json(Local({"init", s.repo, "--json"}));
+    const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
+    MakeImage(before, 1, 4);
+    MakeImage(image, 2, 9);
+    Json(Local({"snapshot", before, "--repo", s.repo, "--json"}));
+    const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}).out;
+
+    RunOptions fail = WithPass();
+    fail.env["WANBACKUP_FAIL"] = point;
+    CheckCleanFailure(
+        Local({"snapshot", image, "--repo", s.repo, "--checkpoint-bytes", "1M", "-q"}, fail));
+
+    CHECK(Local({"snapshots", "--repo", s.repo, "--json"}).out == listed);
+    Json(Local({"verify", "--repo", s.repo, "--json"}));
+    Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
+    CHECK(Same(s.dir + "/before-out.img", before));
+
+    auto next = Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
+    if (std::string(point) == "pack.fdatasync:1") {
+      // The first sync failed: no chunk of the failed run was committed (a retried sync that
+      // "succeeded" would have committed some), so the next run stores all 6 again.
+      CHECK(next["chunks_new"].get<int>() == 6);
+    }
+    Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"}));
+    CHECK(Same(s.dir + "/out.img", image));
+    Json(Local({"verify", "--repo", s.repo, "--json"}));
+  }
+}
+
+TEST_CASE("fault: a failed catalog BEGIN or COMMIT ends the snapshot with a clean error",
+          "[fault][integration]") {
+  for (const char* point : {"catalog.begin:1", "catalog.begin:2", "catalog.begin:3",
+                            "catalog.commit:1", "catalog.commit:2", "catalog.commit:3"}) {
+    INFO("failing " << point);
+    Scratch s;
+    Json(Local({"init", s.repo, "--json"}));
+    const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
+    MakeImage(before, 3, 4);
+    MakeImage(image, 4, 9);
+    Json(Local({"snapshot", before, "--repo", s.repo, "--json"}));
+    const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}).out;
+
+    RunOptions fail = WithPass();
+    fail.env["WANBACKUP_FAIL"] = point;
+    CheckCleanFailure(
+        Local({"snapshot", image, "--repo", s.repo, "--checkpoint-bytes", "1M", "-q"}, fail));
+
+    CHECK(Local({"snapshots", "--repo", s.repo, "--json"}).out == listed);
+    Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
+    CHECK(Same(s.dir + "/before-out.img", before));
+    Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
+    Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"}));
+    CHECK(Same(s.dir + "/out.img", image));
+    Json(Local({"verify", "--repo", s.repo, "--json"}));
+  }
+}
+
+TEST_CASE(
+    "fault: a full disk fails the snapshot clearly, and after space is freed the next "
+    "run succeeds",
+    "[fault][integration]") {
+  Scratch s;
+  Tmpfs disk(s.dir + "/disk", "24M");
+  const std::string repo = disk.path + "/repo";
+  Json(Local({"init", repo, "--json"}));
+  const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
+  MakeImage(before, 5, 4);  // 12 MiB of noise: fits
+  MakeImage(image, 6, 9);   // 24 MiB more: does not
+  Json(Local({"snapshot", before, "--repo", repo, "--json"}));
+  const std::string listed = Local({"snapshots", "--repo", repo, "--json"}).out;
+
+  RunResult full = Local({"snapshot", image, "--repo", repo, "--checkpoint-bytes", "1M", "-q"});
+  CheckCleanFailure(full);
+  CHECK(full.err.find("No space left on device") != std::string::npos);
+
+  CHECK(Local({"snapshots", "--repo", repo, "--json"}).out == listed);
+  Json(Local({"verify", "--repo", repo, "--json"}));
+  Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", repo, "--json"}));
+  CHECK(Same(s.dir + "/before-out.img", before));
+
+  REQUIRE(disk.Remount("size=96M"));
+  Json(Local({"snapshot", image, "--repo", repo, "--json"}));
+  Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", repo, "--json"}));
+  CHECK(Same(s.dir + "/out.img", image));
+  Json(Local({"verify", "--repo", repo, "--json"}));
+}
+
+TEST_CASE(
+    "fault: a read-only repository refuses a snapshot with one clear line and changes "
+    "nothing",
+    "[fault][integration]") {
+  Scratch s;
+  Tmpfs disk(s.dir + "/disk", "64M");
+  const std::string repo = disk.path + "/repo";
+  Json(Local({"init", repo, "--json"}));
+  const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
+  MakeImage(before, 7, 4);
+  MakeImage(image, 8, 6);
+  Json(Local({"snapshot", before, "--repo", repo, "--json"}));
+  const std::string listed = Local({"snapshots", "--repo", repo, "--json"}).out;
+  const std::string files =
+      Run({"sh", "-c", "cd " + repo + " && ls -lR --time-style=full-iso"}).out;
+
+  REQUIRE(disk.Remount("ro"));
+  RunResult refused = Local({"snapshot", image, "--repo", repo, "-q"});
+  INFO("exit " << refused.exit_code << "\nstderr: " << refused.err);
+  CHECK(refused.exit_code > 0);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  CHECK(refused.err.find("Read-only file system") != std::string::npos);
+
+  REQUIRE(disk.Remount("rw"));
+  CHECK(Run({"sh", "-c", "cd " + repo + " && ls -lR --time-style=full-iso"}).out == files);
+  CHECK(Local({"snapshots", "--repo", repo, "--json"}).out == listed);
+  Json(Local({"verify", "--repo", repo, "--json"}));
+}
+
+TEST_CASE(
+    "fault: restore keeps an existing file unless forced, and a failed --force leaves it "
+    "intact",
+    "[fault][integration]") {
+  Scratch s;
+  Json(Local({"init", s.repo, "--json"}));
+  const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
+  MakeImage(image, 9, 3);
+  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
+  std::ofstream(out) << "the old file";
+  std::ofstream(s.dir + "/old.copy") << "the old file";
+
+  RunResult refused = Local({"restore", "1", "--to", out, "--repo", s.repo});
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("--force") != std::string::npos);
+  CHECK(Same(out, s.dir + "/old.copy"));
+
+  RunOptions fail = WithPass();
+  fail.env["WANBACKUP_FAIL"] = "restore.before-rename";
+  CheckCleanFailure(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force"}, fail));
+  CHECK(Same(out, s.dir + "/old.copy"));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(s.dir))
+    ++entries;
+  CHECK(entries == 4);  // repo, image, out, old.copy: no temporary file left behind
+
+  Json(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force", "--verify", "--json"}));
+  CHECK(Same(out, image));
+}
