@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/subprocess.h"
+#include "support/temp_dir.h"
 
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
@@ -17,14 +18,8 @@ using wanbackup::testing::RunResult;
 namespace {
 
 struct Scratch {
-  Scratch() {
-    char tmpl[] = "/tmp/wb-keychange-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    repo = dir + "/repo";
-  }
-  ~Scratch() { std::system(("rm -rf " + dir).c_str()); }
-  std::string dir, repo;
+  wanbackup::testing::TempDir tmp{"keychange"};
+  std::string dir = tmp.path(), repo = tmp / "repo";
 };
 
 RunResult Wanbackup(std::vector<std::string> args, const std::string& pass = "cli-pass") {

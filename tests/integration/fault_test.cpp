@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
 #include "support/testbed.h"
 
 using wanbackup::testing::Run;
@@ -24,14 +25,8 @@ using wanbackup::testing::RunResult;
 namespace {
 
 struct Scratch {
-  Scratch() {
-    char tmpl[] = "/tmp/wb-faulttest-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    repo = dir + "/repo";
-  }
-  ~Scratch() { std::system(("rm -rf " + dir).c_str()); }
-  std::string dir, repo;
+  wanbackup::testing::TempDir tmp{"faulttest"};
+  std::string dir = tmp.path(), repo = tmp / "repo";
 };
 
 RunOptions WithPass() {

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
 #include "support/testbed.h"
 
 using namespace std::chrono_literals;
@@ -28,14 +29,8 @@ namespace {
 constexpr const char kPassphrase[] = "integration-pass";
 
 struct Scratch {
-  Scratch() {
-    char tmpl[] = "/tmp/wb-repotest-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    repo = dir + "/repo";
-  }
-  ~Scratch() { std::system(("rm -rf " + dir).c_str()); }
-  std::string dir, repo;
+  wanbackup::testing::TempDir tmp{"repotest"};
+  std::string dir = tmp.path(), repo = tmp / "repo";
 };
 
 RunOptions WithPass(const std::string& pass = kPassphrase) {
