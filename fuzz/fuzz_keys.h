@@ -9,9 +9,10 @@ namespace wanbackup::fuzz {
 inline const char kRepositoryId[] = "00112233445566778899aabbccddeeff";
 
 inline pipeline::KeySet EncryptedKeys() {
-  pipeline::Key master{};
+  pipeline::SecureKey master;
   for (size_t i = 0; i < master.size(); ++i)
-    master[i] = static_cast<uint8_t>(i * 7 + 1);
+    master.mutable_data()[i] = static_cast<uint8_t>(i * 7 + 1);
+  master.Seal();
   return pipeline::KeySet(master);
 }
 
