@@ -41,8 +41,8 @@ class Pacer {
  private:
   const uint64_t rate_;
   std::mutex mu_;
-  bool started_ = false;         // GUARDED_BY(mu_)
-  Clock::time_point ready_at_;   // GUARDED_BY(mu_): when the budget taken so far is paid for
+  bool started_ = false;        // GUARDED_BY(mu_)
+  Clock::time_point ready_at_;  // GUARDED_BY(mu_): when the budget taken so far is paid for
 };
 
 class PacedSource final : public BlockSource {

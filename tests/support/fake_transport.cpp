@@ -26,12 +26,14 @@ uint8_t FakeTransport::ContentAt(uint64_t offset) {
 
 void FakeTransport::FillContent(uint64_t offset, uint8_t* out, size_t size) {
   size_t i = 0;
-  for (; i < size && (offset + i) % 8 != 0; ++i) out[i] = ContentAt(offset + i);
+  for (; i < size && (offset + i) % 8 != 0; ++i)
+    out[i] = ContentAt(offset + i);
   for (; i + 8 <= size; i += 8) {
     const uint64_t word = ((offset + i) / 8 + 1) * 0x9E3779B97F4A7C15ull;
     std::memcpy(out + i, &word, 8);  // little-endian, as ContentAt reads it
   }
-  for (; i < size; ++i) out[i] = ContentAt(offset + i);
+  for (; i < size; ++i)
+    out[i] = ContentAt(offset + i);
 }
 
 FakeTransport::Channel& FakeTransport::ChannelAt(size_t channel) {
@@ -93,7 +95,8 @@ void FakeTransport::Connect(size_t index, bool reconnect) {
 Status FakeTransport::Read(size_t index, const wbi::BlockCommand& command) {
   std::lock_guard<std::mutex> lock(mu_);
   Channel& channel = ChannelAt(index);
-  if (!channel.open) return Status::Unavailable("fake channel " + std::to_string(index) + " is closed");
+  if (!channel.open)
+    return Status::Unavailable("fake channel " + std::to_string(index) + " is closed");
   const FakeRead read{index, channel.logins, ++channel.reads, command.lba, command.bytes};
   FakeAnswer answer = on_read ? on_read(read) : FakeAnswer{};
 
@@ -108,7 +111,8 @@ Status FakeTransport::Read(size_t index, const wbi::BlockCommand& command) {
     ++reads_past_end_;
     answer = FakeAnswer{FakeAnswer::Kind::kStatus, kCheckCondition, kSenseIllegalRequest};
   }
-  const bool data = answer.kind == FakeAnswer::Kind::kData || answer.kind == FakeAnswer::Kind::kShort;
+  const bool data =
+      answer.kind == FakeAnswer::Kind::kData || answer.kind == FakeAnswer::Kind::kShort;
   const auto answered = (data ? Send(channel, index, command.bytes) : now_) + options_.rtt;
   switch (answer.kind) {
     case FakeAnswer::Kind::kData:

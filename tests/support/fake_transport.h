@@ -4,9 +4,9 @@
 // The model: every channel sends its READs' data one after another at its own rate, all of it
 // passes one link (a FIFO whose rate may depend on how many channels are open), and each READ is
 // answered one round trip after its last byte leaves — so a channel with N READs outstanding
-// carries at most N READs per round trip, as a window-limited TCP connection does. Logins take a few round
-// trips. Hooks decide, per READ and per login, what goes wrong. The LUN's content is a function of
-// the offset (ContentAt), so any size costs no memory.
+// carries at most N READs per round trip, as a window-limited TCP connection does. Logins take a
+// few round trips. Hooks decide, per READ and per login, what goes wrong. The LUN's content is a
+// function of the offset (ContentAt), so any size costs no memory.
 //
 // Time jumps from event to event while anything is in flight; with nothing in flight it waits a
 // real millisecond for the consumer (a Wake) before moving on to the engine's deadline, so
@@ -30,11 +30,11 @@ namespace wbi = wanbackup::initiator::internal;
 // What the target does with one READ.
 struct FakeAnswer {
   enum class Kind {
-    kData,          // the data, GOOD
-    kShort,         // GOOD, but only the first half of the data (a residual underflow)
-    kStatus,        // `status` with `sense_key`, no data
-    kHang,          // never answers; the initiator's command timeout ends it (SCSI TIMEOUT)
-    kLoseChannel,   // the connection resets half a round trip later; nothing answers on it
+    kData,         // the data, GOOD
+    kShort,        // GOOD, but only the first half of the data (a residual underflow)
+    kStatus,       // `status` with `sense_key`, no data
+    kHang,         // never answers; the initiator's command timeout ends it (SCSI TIMEOUT)
+    kLoseChannel,  // the connection resets half a round trip later; nothing answers on it
   };
   Kind kind = Kind::kData;
   int status = wbi::scsi::kGood;
@@ -43,8 +43,8 @@ struct FakeAnswer {
 
 struct FakeRead {
   size_t channel = 0;
-  int login = 0;   // how many logins this channel has had, counting this session's (1 = first)
-  int nth = 0;     // READs on this session so far, counting this one (1 = first)
+  int login = 0;  // how many logins this channel has had, counting this session's (1 = first)
+  int nth = 0;    // READs on this session so far, counting this one (1 = first)
   uint64_t lba = 0;
   uint32_t bytes = 0;
 };
@@ -78,9 +78,9 @@ class FakeTransport final : public wbi::Transport {
   static void FillContent(uint64_t offset, uint8_t* out, size_t size);
 
   // Observations (any thread).
-  int logins() const;             // every login attempt, the first session's included
-  int reconnect_logins() const;   // attempts that had to prove the same device
-  int reads_past_end() const;     // READs that reached beyond the LUN (answered ILLEGAL REQUEST)
+  int logins() const;            // every login attempt, the first session's included
+  int reconnect_logins() const;  // attempts that had to prove the same device
+  int reads_past_end() const;    // READs that reached beyond the LUN (answered ILLEGAL REQUEST)
   uint64_t bytes_on(size_t channel) const;  // data delivered by one channel
   int max_open_channels() const;
   int open_channels() const;

@@ -2,17 +2,18 @@
 // pause, cancellation, and a paced source end to end.
 #include "common/pacing.h"
 
-#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "common/cancel.h"
 #include "common/units.h"
 #include "support/memory_block_io.h"
 
 using namespace std::chrono_literals;
-using wanbackup::Pacer;
 using wanbackup::PacedSource;
+using wanbackup::Pacer;
 using wanbackup::ParseByteRate;
 using wanbackup::ReadRequest;
 using wanbackup::StatusCode;
@@ -58,7 +59,8 @@ TEST_CASE("pacing: transfers average the rate, the first at once", "[pacing]") {
   const uint64_t piece = 512 << 10;
   REQUIRE(pacer.Take(piece).ok());
   CHECK(pacer.elapsed() == 0ns);
-  for (int i = 1; i < 200; ++i) REQUIRE(pacer.Take(piece).ok());
+  for (int i = 1; i < 200; ++i)
+    REQUIRE(pacer.Take(piece).ok());
   // 200 pieces start over 199 pieces' time: the next one would start at 200 x piece / rate.
   const double expected = 199.0 * piece / rate;
   CHECK(Seconds(pacer.elapsed()) == Approx(expected).epsilon(0.001));
@@ -85,10 +87,12 @@ TEST_CASE("pacing: threads share one budget", "[pacing]") {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&pacer] {
-      for (int i = 0; i < 100; ++i) (void)pacer.Take(4096);
+      for (int i = 0; i < 100; ++i)
+        (void)pacer.Take(4096);
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   SUCCEED("no data race (the tsan tier checks)");
 }
 
@@ -104,7 +108,8 @@ TEST_CASE("pacing: cancellation ends a wait and takes nothing", "[pacing]") {
 
 TEST_CASE("pacing: a paced source reads everything, in the rate's time", "[pacing]") {
   std::vector<uint8_t> data(8 << 20);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 131);
   auto pacer = std::make_shared<VirtualPacer>(4u << 20);
   PacedSource source(std::make_unique<wanbackup::testing::MemorySource>(data, 512), pacer);
   std::vector<uint8_t> out(data.size());
@@ -119,7 +124,8 @@ TEST_CASE("pacing: a paced source reads everything, in the rate's time", "[pacin
       ++done;
     }
   }
-  for (; done < submitted; ++done) REQUIRE(source.Wait().ok());
+  for (; done < submitted; ++done)
+    REQUIRE(source.Wait().ok());
   CHECK(out == data);
   // 32 pieces of 256 KiB at 4 MiB/s: the last starts after 31 pieces' time.
   CHECK(Seconds(pacer->elapsed()) == Approx(31.0 * piece / (4 << 20)).epsilon(0.001));

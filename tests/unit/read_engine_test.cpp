@@ -4,8 +4,9 @@
 #include "initiator/internal/read_engine.h"
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <memory>
+
+#include <catch2/catch.hpp>
 
 #include "support/fake_transport.h"
 
@@ -128,7 +129,8 @@ TEST_CASE("read engine: reads a LUN whole over several connections", "[engine]")
   CHECK(rig.fake->reads_past_end() == 0);
   CHECK(rig.engine->Stats().bytes_read == link.lun_bytes);
   CHECK(rig.engine->Stats().reconnects == 0);
-  for (size_t c = 0; c < 4; ++c) CHECK(rig.fake->bytes_on(c) > 0);
+  for (size_t c = 0; c < 4; ++c)
+    CHECK(rig.fake->bytes_on(c) > 0);
 }
 
 TEST_CASE("read engine: a connection lost mid-READ is replaced and its READs re-issued",
@@ -137,7 +139,8 @@ TEST_CASE("read engine: a connection lost mid-READ is replaced and its READs re-
   link.lun_bytes = 16 << 20;
   Rig rig = Start(link, Plan(3, 2, 256 << 10), [](FakeTransport& fake) {
     fake.on_read = [](const FakeRead& r) {
-      if (r.channel == 1 && r.login == 1 && r.nth == 4) return FakeAnswer{FakeAnswer::Kind::kLoseChannel};
+      if (r.channel == 1 && r.login == 1 && r.nth == 4)
+        return FakeAnswer{FakeAnswer::Kind::kLoseChannel};
       return FakeAnswer{};
     };
   });
@@ -182,8 +185,8 @@ TEST_CASE("read engine: with no progress for the retry timeout it gives up namin
       20s);
   ReadOutcome out = ReadAll(*rig.engine, 1 << 20);
   REQUIRE_FALSE(out.fatal.ok());
-  CHECK_THAT(out.fatal.message(), Catch::Contains("no progress for 20.00s") &&
-                                      Catch::Contains("unread from LBA 0+"));
+  CHECK_THAT(out.fatal.message(),
+             Catch::Contains("no progress for 20.00s") && Catch::Contains("unread from LBA 0+"));
   CHECK(rig.engine->Stats().commands_in_flight == 0);
   CHECK(rig.fake->open_channels() == 0);  // every command stopped before the failure was told
 }
@@ -226,8 +229,7 @@ TEST_CASE("read engine: the last READ stops at the LUN's end and a short one is 
   CHECK(rig.engine->Stats().retries >= 1);
 }
 
-TEST_CASE("read engine: a range the target keeps answering short fails alone, named",
-          "[engine]") {
+TEST_CASE("read engine: a range the target keeps answering short fails alone, named", "[engine]") {
   FakeLinkOptions link;
   link.lun_bytes = 1 << 20;
   const uint64_t last_lba = link.lun_bytes / 512 - 1;

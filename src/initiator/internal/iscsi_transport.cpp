@@ -58,7 +58,8 @@ IscsiTransport::~IscsiTransport() {
 }
 
 IscsiTransport::Channel& IscsiTransport::ChannelAt(size_t channel) {
-  while (channels_.size() <= channel) channels_.push_back(std::make_unique<Channel>());
+  while (channels_.size() <= channel)
+    channels_.push_back(std::make_unique<Channel>());
   return *channels_[channel];
 }
 
@@ -94,8 +95,8 @@ Status IscsiTransport::Read(size_t index, const BlockCommand& command) {
   pending->iov.iov_base = command.buffer;
   pending->iov.iov_len = command.bytes;
   scsi_task* task = iscsi_read16_iov_task(channel.conn->context(), lun_.lun, command.lba,
-                                          command.bytes, static_cast<int>(lun_.block_size), 0, 0,
-                                          0, 0, 0, ReadCallback, pending.get(), &pending->iov, 1);
+                                          command.bytes, static_cast<int>(lun_.block_size), 0, 0, 0,
+                                          0, 0, ReadCallback, pending.get(), &pending->iov, 1);
   if (task == nullptr) {
     return Status::Unavailable(std::string("cannot queue READ(16): ") +
                                iscsi_get_error(channel.conn->context()));
@@ -149,9 +150,9 @@ void IscsiTransport::ReadCallback(iscsi_context* iscsi, int status, void* comman
                                     task->residual > 0;
     }
     if (status != SCSI_STATUS_GOOD) {
-      done.error = TaskStatus(status, task, iscsi,
-                              "READ(16) LBA " + std::to_string(pending->lba) + "+" +
-                                  std::to_string(pending->blocks));
+      done.error = TaskStatus(
+          status, task, iscsi,
+          "READ(16) LBA " + std::to_string(pending->lba) + "+" + std::to_string(pending->blocks));
     }
     self->collecting_->done.push_back(std::move(done));
   }
@@ -190,9 +191,9 @@ void IscsiTransport::Poll(Clock::time_point deadline, TransportEvents* events) {
     owners.push_back(i);
   }
   const auto now = Clock::now();
-  const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
-      std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count(), 0,
-      kServiceTick.count()));
+  const int timeout_ms = static_cast<int>(
+      std::clamp<int64_t>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count(), 0,
+                          kServiceTick.count()));
   const int n = ::poll(fds.data(), fds.size(), timeout_ms);
   if (n < 0) return;  // EINTR: the engine goes round again
   if (fds[0].revents != 0) {
@@ -202,7 +203,8 @@ void IscsiTransport::Poll(Clock::time_point deadline, TransportEvents* events) {
   TakeLogins(events);
   std::vector<short> revents;
   revents.reserve(owners.size());
-  for (size_t k = 0; k < owners.size(); ++k) revents.push_back(fds[k + 1].revents);
+  for (size_t k = 0; k < owners.size(); ++k)
+    revents.push_back(fds[k + 1].revents);
   ServiceChannels(revents, owners, events);
 }
 
