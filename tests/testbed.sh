@@ -24,6 +24,7 @@ esac
 down
 mkdir -p "$dir/secrets" "$dir/luns"
 "$root/scripts/wanlab" up --dir "$dir" --wanem "$build/tests/wanem/wanem"
+# shellcheck source=/dev/null  # wanlab.env: written at run time by scripts/wanlab up
 source "$dir/wanlab.env"
 
 # Secrets as users keep them: files of mode 0600.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the project's scripts. Source it; it defines functions only.
 
 wb_die() { echo "$(basename "$0"): error: $*" >&2; exit 2; }

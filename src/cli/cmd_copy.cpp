@@ -56,7 +56,8 @@ std::string ProgressText(const pipeline::CopyProgress& p) {
   return text;
 }
 
-Status RunCopy(const CopyCommandOptions& opts) {
+// The copy's range and memory from the flags (the progress settings come later).
+Result<pipeline::CopyOptions> CopyOptionsFrom(const CopyCommandOptions& opts) {
   pipeline::CopyOptions copy;
   WB_ASSIGN_OR_RETURN(copy.offset, ParseSize(opts.offset));
   if (!opts.length.empty()) {
@@ -69,7 +70,54 @@ Status RunCopy(const CopyCommandOptions& opts) {
   if (opts.destination != "-" && opts.destination == opts.source) {
     return Status::InvalidArgument("source and destination are the same file");
   }
+  return copy;
+}
 
+// The summary: one JSON object (on stderr when the data went to stdout) or one line.
+void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name,
+                  const std::string& sink_name, const pipeline::CopyResult& r) {
+  const double seconds = std::chrono::duration<double>(r.elapsed).count();
+  const double rate = seconds > 0 ? static_cast<double>(r.bytes) / seconds : 0;
+  const double steady_seconds = std::chrono::duration<double>(r.steady_elapsed).count();
+  const double steady_rate =
+      steady_seconds > 0 ? static_cast<double>(r.steady_bytes) / steady_seconds : 0;
+  const uint64_t rss = PeakRssBytes();
+  if (opts.json) {
+    nlohmann::json j = {{"source", source_name},
+                        {"destination", sink_name},
+                        {"bytes", r.bytes},
+                        {"seconds", seconds},
+                        {"bytes_per_second", rate},
+                        // From 10 % to 90 % of the bytes: without start-up and tail.
+                        {"steady_bytes_per_second", steady_rate},
+                        {"zero_bytes_skipped", r.zero_bytes_skipped},
+                        {"connections", r.source.peak_connections},
+                        {"queue_depth", r.source.queue_depth},
+                        {"io_size", r.source.io_size},
+                        {"rtt_ms", std::chrono::duration<double, std::milli>(r.source.rtt).count()},
+                        {"retries", r.source.retries},
+                        {"reconnects", r.source.reconnects},
+                        {"peak_buffer_bytes", r.peak_buffer_bytes},
+                        {"max_rss_bytes", rss}};
+    // With the data on standard output, the summary goes to standard error.
+    std::FILE* out = opts.destination == "-" ? stderr : stdout;
+    std::fprintf(out, "%s\n", j.dump().c_str());
+    return;
+  }
+  std::string line = "copied " + FormatBytes(r.bytes) + " in " + FormatDuration(r.elapsed) + " (" +
+                     FormatRate(rate) + ") from " + source_name + " to " + sink_name;
+  if (r.source.rtt.count() > 0) {
+    line += "; " + std::to_string(r.source.peak_connections) + " connections x " +
+            std::to_string(r.source.queue_depth) + " READs x " + FormatBytes(r.source.io_size) +
+            ", RTT " + FormatDuration(r.source.rtt) + ", " + std::to_string(r.source.retries) +
+            " retries, " + std::to_string(r.source.reconnects) + " reconnects";
+  }
+  line += "; peak memory " + FormatBytes(rss);
+  PrintInfo(line);
+}
+
+Status RunCopy(const CopyCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(pipeline::CopyOptions copy, CopyOptionsFrom(opts));
   WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenSource(opts.source, opts.target, opts.tuning));
   BlockSource& source = *opened.source;
   const uint64_t size = source.geometry().size_bytes;
@@ -98,47 +146,7 @@ Status RunCopy(const CopyCommandOptions& opts) {
   Result<pipeline::CopyResult> result = pipeline::Copy(source, *sink, copy);
   progress.Clear();
   if (!result.ok()) return result.status();
-
-  const pipeline::CopyResult& r = *result;
-  const double seconds = std::chrono::duration<double>(r.elapsed).count();
-  const double rate = seconds > 0 ? static_cast<double>(r.bytes) / seconds : 0;
-  const double steady_seconds = std::chrono::duration<double>(r.steady_elapsed).count();
-  const double steady_rate =
-      steady_seconds > 0 ? static_cast<double>(r.steady_bytes) / steady_seconds : 0;
-  const uint64_t rss = PeakRssBytes();
-  if (opts.json) {
-    nlohmann::json j = {{"source", source.geometry().name},
-                        {"destination", sink->name()},
-                        {"bytes", r.bytes},
-                        {"seconds", seconds},
-                        {"bytes_per_second", rate},
-                        // From 10 % to 90 % of the bytes: without start-up and tail.
-                        {"steady_bytes_per_second", steady_rate},
-                        {"zero_bytes_skipped", r.zero_bytes_skipped},
-                        {"connections", r.source.peak_connections},
-                        {"queue_depth", r.source.queue_depth},
-                        {"io_size", r.source.io_size},
-                        {"rtt_ms", std::chrono::duration<double, std::milli>(r.source.rtt).count()},
-                        {"retries", r.source.retries},
-                        {"reconnects", r.source.reconnects},
-                        {"peak_buffer_bytes", r.peak_buffer_bytes},
-                        {"max_rss_bytes", rss}};
-    // With the data on standard output, the summary goes to standard error.
-    std::FILE* out = opts.destination == "-" ? stderr : stdout;
-    std::fprintf(out, "%s\n", j.dump().c_str());
-  } else {
-    std::string line = "copied " + FormatBytes(r.bytes) + " in " + FormatDuration(r.elapsed) +
-                       " (" + FormatRate(rate) + ") from " + source.geometry().name + " to " +
-                       sink->name();
-    if (r.source.rtt.count() > 0) {
-      line += "; " + std::to_string(r.source.peak_connections) + " connections x " +
-              std::to_string(r.source.queue_depth) + " READs x " + FormatBytes(r.source.io_size) +
-              ", RTT " + FormatDuration(r.source.rtt) + ", " + std::to_string(r.source.retries) +
-              " retries, " + std::to_string(r.source.reconnects) + " reconnects";
-    }
-    line += "; peak memory " + FormatBytes(rss);
-    PrintInfo(line);
-  }
+  PrintSummary(opts, source.geometry().name, sink->name(), *result);
   return Status::Ok();
 }
 

@@ -66,6 +66,53 @@ std::string ProgressText(const pipeline::SnapshotProgress& p) {
   return text;
 }
 
+// The summary: one JSON object or one line (and a note about interrupted runs it closed).
+void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
+  const catalog::SnapshotInfo& i = r.info;
+  const double secs = Seconds(r.elapsed);
+  if (r.abandoned_runs > 0) {
+    PrintInfo("closed " + std::to_string(r.abandoned_runs) +
+              " interrupted earlier run(s); their stored chunks were reused");
+  }
+  if (json) {
+    nlohmann::json j = {
+        {"snapshot", i.id},
+        {"source", i.source},
+        {"tag", i.tag},
+        {"size_bytes", i.size_bytes},
+        {"block_size", i.block_size},
+        {"chunk_size", i.chunk_size},
+        {"seconds", secs},
+        {"bytes_per_second", secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0},
+        {"bytes_read", i.bytes_read},
+        {"bytes_new", i.bytes_new},
+        {"bytes_stored", i.bytes_stored},
+        {"chunks_total", i.chunks_total},
+        {"chunks_new", i.chunks_new},
+        {"chunks_zero", i.chunks_zero},
+        {"abandoned_runs", r.abandoned_runs},
+        {"connections", r.source.peak_connections},
+        {"max_rss_bytes", PeakRssBytes()},
+        {"cpu_seconds",
+         {{"zero", r.stages.zero},
+          {"digest", r.stages.digest},
+          {"dedup", r.stages.dedup},
+          {"compress", r.stages.compress},
+          {"encrypt", r.stages.encrypt},
+          {"write", r.stages.write},
+          {"catalog", r.stages.catalog}}}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    PrintInfo("snapshot " + std::to_string(i.id) + " of " + i.source + ": " +
+              FormatBytes(i.size_bytes) + " in " + FormatDuration(r.elapsed) + " (" +
+              FormatRate(secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0) + "); " +
+              FormatBytes(i.bytes_new) + " new, stored as " + FormatBytes(i.bytes_stored) + "; " +
+              std::to_string(i.chunks_total) + " chunks: " + std::to_string(i.chunks_new) +
+              " new, " + std::to_string(i.chunks_zero) + " all-zero, " +
+              std::to_string(i.chunks_total - i.chunks_new - i.chunks_zero) + " already stored");
+  }
+}
+
 Status RunSnapshot(const SnapshotCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
   WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(opts.tuning.max_memory));
@@ -103,50 +150,7 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
     }
     return result.status();
   }
-  const pipeline::SnapshotResult& r = *result;
-  const catalog::SnapshotInfo& i = r.info;
-  const double secs = Seconds(r.elapsed);
-  if (r.abandoned_runs > 0) {
-    PrintInfo("closed " + std::to_string(r.abandoned_runs) +
-              " interrupted earlier run(s); their stored chunks were reused");
-  }
-  if (opts.json) {
-    nlohmann::json j = {
-        {"snapshot", i.id},
-        {"source", i.source},
-        {"tag", i.tag},
-        {"size_bytes", i.size_bytes},
-        {"block_size", i.block_size},
-        {"chunk_size", i.chunk_size},
-        {"seconds", secs},
-        {"bytes_per_second", secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0},
-        {"bytes_read", i.bytes_read},
-        {"bytes_new", i.bytes_new},
-        {"bytes_stored", i.bytes_stored},
-        {"chunks_total", i.chunks_total},
-        {"chunks_new", i.chunks_new},
-        {"chunks_zero", i.chunks_zero},
-        {"abandoned_runs", r.abandoned_runs},
-        {"connections", r.source.peak_connections},
-        {"max_rss_bytes", PeakRssBytes()},
-        {"cpu_seconds",
-         {{"zero", r.stages.zero},
-          {"digest", r.stages.digest},
-          {"dedup", r.stages.dedup},
-          {"compress", r.stages.compress},
-          {"encrypt", r.stages.encrypt},
-          {"write", r.stages.write},
-          {"catalog", r.stages.catalog}}}};
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    PrintInfo("snapshot " + std::to_string(i.id) + " of " + i.source + ": " +
-              FormatBytes(i.size_bytes) + " in " + FormatDuration(r.elapsed) + " (" +
-              FormatRate(secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0) + "); " +
-              FormatBytes(i.bytes_new) + " new, stored as " + FormatBytes(i.bytes_stored) + "; " +
-              std::to_string(i.chunks_total) + " chunks: " + std::to_string(i.chunks_new) +
-              " new, " + std::to_string(i.chunks_zero) + " all-zero, " +
-              std::to_string(i.chunks_total - i.chunks_new - i.chunks_zero) + " already stored");
-  }
+  PrintSummary(*result, opts.json);
   return Status::Ok();
 }
 

@@ -11,59 +11,84 @@ uint64_t RoundDown(uint64_t value, uint64_t multiple) {
   return value / multiple * multiple;
 }
 
-}  // namespace
+// PlanTransfer's steps, in order. Each takes the request and what the steps before chose.
 
-TuningPlan PlanTransfer(const TuningRequest& r) {
-  TuningPlan plan;
-  const uint64_t block = std::max<uint32_t>(r.block_size, 512);
-  std::string notes;
+// C: as given, else 1 on a LAN and enough for the assumed link's bandwidth-delay product.
+int ChooseConnections(const TuningRequest& r, double rtt_s) {
+  if (r.connections != 0) return r.connections;
+  if (rtt_s < kShortRttSeconds) return 1;  // one connection fills the link; more only cost CPU
+  const int c =
+      static_cast<int>(std::ceil(kAssumedLinkBytesPerSecond * rtt_s / kSharedWindowBytesPerRtt));
+  return std::clamp(c, kMinWanConnections, kMaxConnections);
+}
 
-  const double rtt_s = std::chrono::duration<double>(r.rtt).count();
-  int c = r.connections;
-  if (c == 0) {
-    if (rtt_s < kShortRttSeconds) {
-      c = 1;  // one connection fills the link; more only cost CPU
-    } else {
-      c = static_cast<int>(
-          std::ceil(kAssumedLinkBytesPerSecond * rtt_s / kSharedWindowBytesPerRtt));
-      c = std::clamp(c, kMinWanConnections, kMaxConnections);
-    }
-  }
+// B: as given or the default, within the LUN's transfer limit and size, whole blocks.
+uint64_t ChooseIoSize(const TuningRequest& r, uint64_t block, std::string* notes) {
   uint64_t b = r.io_size != 0 ? r.io_size : kDefaultIoSize;
   b = std::clamp<uint64_t>(b, block, kMaxIoSize);
   if (r.max_transfer_bytes != 0 && b > r.max_transfer_bytes) {
     b = r.max_transfer_bytes;
-    notes += " B limited by the LUN's maximum transfer length;";
+    *notes += " B limited by the LUN's maximum transfer length;";
   }
   if (r.lun_size != 0) b = std::min(b, std::max<uint64_t>(r.lun_size, block));
-  b = std::max<uint64_t>(RoundDown(b, block), block);
+  return std::max<uint64_t>(RoundDown(b, block), block);
+}
 
-  int n = r.queue_depth;
-  if (n == 0) {
-    // Together the C connections keep one bandwidth-delay product of the assumed link
-    // outstanding, at least 2 READs each (the next one is there when one completes) and no
-    // more than the target's socket takes (see autotune.h).
-    const double bdp = kAssumedLinkBytesPerSecond * rtt_s;
-    const int most = std::max(2, static_cast<int>(kOutstandingBytesPerConnection / b));
-    n = static_cast<int>(std::ceil(bdp / static_cast<double>(c) / static_cast<double>(b)));
-    n = std::clamp(n, 2, std::min(most, kMaxQueueDepth));
+// N: as given, else together the C connections keep one bandwidth-delay product of the assumed
+// link outstanding, at least 2 READs each (the next one is there when one completes) and no
+// more than the target's socket takes (see autotune.h).
+int ChooseQueueDepth(const TuningRequest& r, double rtt_s, int c, uint64_t b) {
+  if (r.queue_depth != 0) return r.queue_depth;
+  const double bdp = kAssumedLinkBytesPerSecond * rtt_s;
+  const int most = std::max(2, static_cast<int>(kOutstandingBytesPerConnection / b));
+  const int n = static_cast<int>(std::ceil(bdp / static_cast<double>(c) / static_cast<double>(b)));
+  return std::clamp(n, 2, std::min(most, kMaxQueueDepth));
+}
+
+// Shrinks N, then C (when chosen here), then B, then C, until C × (N + 1) × B fits `cap`.
+void FitMemory(const TuningRequest& r, uint64_t block, uint64_t cap, int* c, int* n, uint64_t* b,
+               std::string* notes) {
+  auto in_flight = [&] { return static_cast<uint64_t>(*c) * static_cast<uint64_t>(*n + 1) * *b; };
+  if (in_flight() <= cap) return;
+  *notes += " reduced to fit --max-memory;";
+  while (in_flight() > cap && *n > 1)
+    --*n;
+  while (in_flight() > cap && *c > 1 && r.connections == 0)
+    --*c;
+  while (in_flight() > cap && *b > std::max<uint64_t>(kMinIoSize, block)) {
+    *b = std::max<uint64_t>(RoundDown(*b / 2, block), std::max<uint64_t>(kMinIoSize, block));
   }
+  while (in_flight() > cap && *c > 1)
+    --*c;
+}
 
+std::string Explain(const TuningPlan& plan, double rtt_s, const std::string& notes) {
+  const int c = plan.connections, n = plan.queue_depth;
+  const uint64_t b = plan.io_size;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "RTT %.1f ms: %d connection%s x %d READs x %llu KiB in flight (%llu MiB)%s",
+                rtt_s * 1e3, c, c == 1 ? "" : "s", n, static_cast<unsigned long long>(b >> 10),
+                static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
+                plan.adapt_connections ? ", more connections while they help" : "");
+  std::string explanation = buf;
+  if (!notes.empty()) explanation += ";" + notes.substr(0, notes.size() - 1);
+  return explanation;
+}
+
+}  // namespace
+
+TuningPlan PlanTransfer(const TuningRequest& r) {
+  const uint64_t block = std::max<uint32_t>(r.block_size, 512);
+  const double rtt_s = std::chrono::duration<double>(r.rtt).count();
+  std::string notes;
+  int c = ChooseConnections(r, rtt_s);
+  uint64_t b = ChooseIoSize(r, block, &notes);
+  int n = ChooseQueueDepth(r, rtt_s, c, b);
   const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);
-  auto in_flight = [&] { return static_cast<uint64_t>(c) * static_cast<uint64_t>(n + 1) * b; };
-  if (in_flight() > cap) {
-    notes += " reduced to fit --max-memory;";
-    while (in_flight() > cap && n > 1)
-      --n;
-    while (in_flight() > cap && c > 1 && r.connections == 0)
-      --c;
-    while (in_flight() > cap && b > std::max<uint64_t>(kMinIoSize, block)) {
-      b = std::max<uint64_t>(RoundDown(b / 2, block), std::max<uint64_t>(kMinIoSize, block));
-    }
-    while (in_flight() > cap && c > 1)
-      --c;
-  }
+  FitMemory(r, block, cap, &c, &n, &b, &notes);
 
+  TuningPlan plan;
   plan.connections = c;
   plan.queue_depth = n;
   plan.io_size = b;
@@ -73,14 +98,7 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
                              ? static_cast<int>(std::clamp<uint64_t>(
                                    cap / per_connection, static_cast<uint64_t>(c), kMaxConnections))
                              : c;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "RTT %.1f ms: %d connection%s x %d READs x %llu KiB in flight (%llu MiB)%s",
-                rtt_s * 1e3, c, c == 1 ? "" : "s", n, static_cast<unsigned long long>(b >> 10),
-                static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
-                plan.adapt_connections ? ", more connections while they help" : "");
-  plan.explanation = buf;
-  if (!notes.empty()) plan.explanation += ";" + notes.substr(0, notes.size() - 1);
+  plan.explanation = Explain(plan, rtt_s, notes);
   return plan;
 }
 

@@ -86,13 +86,22 @@ Result<RecordHeader> ParseRecordHeader(const uint8_t* in) {
   return h;
 }
 
-RecordCodec::RecordCodec(const KeySet& keys, int zstd_level)
-    : keys_(keys), level_(zstd_level), cctx_(ZSTD_createCCtx()), dctx_(ZSTD_createDCtx()) {}
+// One compression and one decompression context, freed with the codec.
+struct RecordCodec::ZstdContexts {
+  struct FreeCCtx {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+  struct FreeDCtx {
+    void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+  };
+  std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx{ZSTD_createCCtx()};
+  std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx{ZSTD_createDCtx()};
+};
 
-RecordCodec::~RecordCodec() {
-  ZSTD_freeCCtx(cctx_);
-  ZSTD_freeDCtx(dctx_);
-}
+RecordCodec::RecordCodec(const KeySet& keys, int zstd_level)
+    : keys_(keys), level_(zstd_level), zstd_(std::make_unique<ZstdContexts>()) {}
+
+RecordCodec::~RecordCodec() = default;
 
 const uint8_t* RecordCodec::Compress(const uint8_t* data, size_t size, size_t* out_size,
                                      uint8_t* flags) {
@@ -101,7 +110,7 @@ const uint8_t* RecordCodec::Compress(const uint8_t* data, size_t size, size_t* o
   if (level_ == 0) return data;
   const size_t bound = ZSTD_compressBound(size);
   if (scratch_.size() < bound) scratch_.resize(bound);
-  const size_t n = ZSTD_compressCCtx(cctx_, scratch_.data(), bound, data, size, level_);
+  const size_t n = ZSTD_compressCCtx(zstd_->cctx.get(), scratch_.data(), bound, data, size, level_);
   if (ZSTD_isError(n) || n >= size - size / 32) return data;  // saves under 3 %: keep it raw
   *flags = kRecordCompressed;
   *out_size = n;
@@ -166,7 +175,7 @@ Status RecordCodec::Open(const RecordHeader& h, const uint8_t* payload, uint8_t*
     return Status::Corruption("an unencrypted record in an encrypted repository");
   }
   if ((h.flags & kRecordCompressed) != 0) {
-    const size_t n = ZSTD_decompressDCtx(dctx_, out, h.raw_size, plain, plain_size);
+    const size_t n = ZSTD_decompressDCtx(zstd_->dctx.get(), out, h.raw_size, plain, plain_size);
     if (ZSTD_isError(n) || n != h.raw_size)
       return Status::Corruption("the record does not decompress");
   } else {

@@ -5,17 +5,16 @@
 // associated data). Because every header names its digest and sizes, a pack can be read without
 // the catalog, and the catalog can be checked against the packs.
 //
-// RecordCodec holds zstd contexts: one per thread (it is not thread-safe).
+// RecordCodec holds zstd contexts (behind a pointer, so that no zstd type appears here): one
+// codec per thread (it is not thread-safe).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/result.h"
 #include "pipeline/keys.h"
-
-struct ZSTD_CCtx_s;
-struct ZSTD_DCtx_s;
 
 namespace wanbackup::pipeline {
 
@@ -68,8 +67,8 @@ class RecordCodec {
  private:
   const KeySet keys_;
   const int level_;
-  ZSTD_CCtx_s* cctx_ = nullptr;
-  ZSTD_DCtx_s* dctx_ = nullptr;
+  struct ZstdContexts;  // record.cpp
+  std::unique_ptr<ZstdContexts> zstd_;
   std::vector<uint8_t> scratch_;
 };
 

@@ -18,6 +18,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr size_t kReadBackBuffers = 4;  // chunks CheckRestored reads back at once
+
 std::string Range(const catalog::SnapshotInfo& s, uint64_t index, uint64_t length) {
   const uint64_t offset = index * s.chunk_size;
   return "snapshot " + std::to_string(s.id) + " bytes " + std::to_string(offset) + "+" +
@@ -57,6 +59,150 @@ Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecor
   return codec.Open(h, record->data() + kRecordHeaderSize, out);
 }
 
+// Reads one map segment's chunks back from `source` (several at once, in `free_buffers`) and
+// checks each against its digest, or that it is zeros.
+Status CheckSegmentRestored(Repository& repo, const catalog::SnapshotInfo& snap,
+                            const std::string& path, FileSource& source,
+                            std::vector<uint8_t*>* free_buffers, uint64_t first,
+                            const std::vector<int64_t>& ids) {
+  WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
+  std::unordered_map<int64_t, Digest> digests;
+  for (int64_t id : ids) {
+    if (id != 0 && !digests.count(id)) {
+      WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, repo.catalog().GetChunk(id));
+      digests[id] = c.digest;
+    }
+  }
+  size_t submitted = 0, completed = 0;
+  Status error;
+  while (completed < ids.size()) {
+    while (submitted < ids.size() && !free_buffers->empty()) {
+      const uint64_t offset = (first + submitted) * snap.chunk_size;
+      const uint64_t length = std::min<uint64_t>(snap.chunk_size, snap.size_bytes - offset);
+      WB_RETURN_IF_ERROR(
+          source.Submit(ReadRequest{offset, length, free_buffers->back(), submitted}));
+      free_buffers->pop_back();
+      ++submitted;
+    }
+    WB_ASSIGN_OR_RETURN(ReadCompletion done, source.Wait());
+    ++completed;
+    free_buffers->push_back(done.request.buffer);
+    if (!done.status.ok()) {
+      if (error.ok()) error = done.status;
+      continue;
+    }
+    const uint64_t k = done.request.tag;
+    const int64_t id = ids[k];
+    const bool good =
+        id == 0 ? IsAllZero(done.request.buffer, done.request.length)
+                : repo.keys().DigestOf(done.request.buffer, done.request.length) == digests.at(id);
+    if (!good && error.ok()) {
+      error = Status::Corruption("verifying " + path + ": " +
+                                 Range(snap, first + k, done.request.length) +
+                                 " differs from the snapshot");
+    }
+  }
+  return error;
+}
+
+// Writes a snapshot's chunks to the sink, one map segment at a time, on `workers` threads
+// (the calling one among them) that take the next chunk of the segment from a shared counter.
+class SegmentWriter {
+ public:
+  SegmentWriter(Repository& repo, const catalog::SnapshotInfo& snap, BlockSink& sink, int workers)
+      : repo_(repo),
+        snap_(snap),
+        sink_(sink),
+        workers_(workers),
+        holes_(sink.zeros_are_free()),
+        zeros_(holes_ ? 0 : snap.chunk_size, 0) {}
+
+  Status Write(uint64_t first, const std::vector<int64_t>& ids) {
+    WB_RETURN_IF_ERROR(CheckSegment(snap_, first, ids.size()));
+    // Resolve where each chunk lives (the catalog belongs to this thread).
+    std::unordered_map<int64_t, catalog::ChunkRecord> where;
+    for (int64_t id : ids) {
+      if (id != 0 && !where.count(id)) {
+        WB_ASSIGN_OR_RETURN(where[id], repo_.catalog().GetChunk(id));
+      }
+    }
+    Segment segment(first, ids, where);
+    std::vector<std::thread> threads;
+    for (int i = 1; i < workers_; ++i)
+      threads.emplace_back([this, &segment] { Work(segment); });
+    Work(segment);
+    for (auto& t : threads)
+      t.join();
+    return segment.error;
+  }
+
+  uint64_t bytes_done() const { return bytes_done_.load(); }
+  uint64_t zero_bytes() const { return zero_bytes_.load(); }
+
+ private:
+  struct Segment {
+    Segment(uint64_t f, const std::vector<int64_t>& i,
+            const std::unordered_map<int64_t, catalog::ChunkRecord>& w)
+        : first(f), ids(i), where(w) {}
+    uint64_t first;
+    const std::vector<int64_t>& ids;
+    const std::unordered_map<int64_t, catalog::ChunkRecord>& where;
+    std::atomic<size_t> next{0};
+    std::mutex error_mu;
+    Status error;  // GUARDED_BY(error_mu): the first failure; the workers stop at it
+  };
+
+  // One worker: chunks of the segment until none is left or one failed.
+  void Work(Segment& segment) {
+    RecordCodec codec(repo_.keys(), 0);
+    std::vector<uint8_t> record, chunk(snap_.chunk_size);
+    for (size_t k = segment.next++; k < segment.ids.size(); k = segment.next++) {
+      {
+        std::lock_guard<std::mutex> lock(segment.error_mu);
+        if (!segment.error.ok()) return;
+      }
+      Status s = CancellationRequested() ? Status::Cancelled("restore interrupted")
+                                         : WriteChunk(segment, k, codec, &record, &chunk);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(segment.error_mu);
+        if (segment.error.ok()) segment.error = s;
+        return;
+      }
+    }
+  }
+
+  Status WriteChunk(const Segment& segment, size_t k, RecordCodec& codec,
+                    std::vector<uint8_t>* record, std::vector<uint8_t>* chunk) {
+    const uint64_t index = segment.first + k;
+    const uint64_t offset = index * snap_.chunk_size;
+    const uint64_t length = std::min<uint64_t>(snap_.chunk_size, snap_.size_bytes - offset);
+    if (segment.ids[k] == 0) {
+      zero_bytes_ += length;
+      if (!holes_) WB_RETURN_IF_ERROR(sink_.Write(offset, zeros_.data(), length));
+      bytes_done_ += length;
+      return Status::Ok();
+    }
+    const catalog::ChunkRecord& c = segment.where.at(segment.ids[k]);
+    Status s = c.raw_size == length ? LoadChunk(repo_, codec, c, record, chunk->data())
+                                    : Status::Corruption("the chunk has the wrong size");
+    if (s.ok()) s = sink_.Write(offset, chunk->data(), length);
+    if (!s.ok() && s.code() == StatusCode::kCorruption) {
+      return Status::Corruption(Range(snap_, index, length) + " is damaged: " + s.message());
+    }
+    WB_RETURN_IF_ERROR(s);
+    bytes_done_ += length;
+    return Status::Ok();
+  }
+
+  Repository& repo_;
+  const catalog::SnapshotInfo& snap_;
+  BlockSink& sink_;
+  const int workers_;
+  const bool holes_;                  // the sink reads unwritten ranges as zeros
+  const std::vector<uint8_t> zeros_;  // a chunk of zeros to write when it does not
+  std::atomic<uint64_t> bytes_done_{0}, zero_bytes_{0};
+};
+
 }  // namespace
 
 Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snap,
@@ -72,80 +218,24 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
               : (options.workers > 0
                      ? options.workers
                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-  const bool holes = sink.zeros_are_free();
-  const std::vector<uint8_t> zeros(holes ? 0 : snap.chunk_size, 0);
+  SegmentWriter writer(repo, snap, sink, workers);
   RestoreResult result;
   const auto start = Clock::now();
   auto last_report = start;
-  std::atomic<uint64_t> bytes_done{0}, zero_bytes{0};
 
   WB_RETURN_IF_ERROR(repo.LoadPacks());
-  Status status = repo.catalog().ForEachMapSegment(
+  WB_RETURN_IF_ERROR(repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-        WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
-        // Resolve where each chunk lives (the catalog belongs to this thread).
-        std::unordered_map<int64_t, catalog::ChunkRecord> where;
-        for (int64_t id : ids) {
-          if (id != 0 && !where.count(id)) {
-            WB_ASSIGN_OR_RETURN(where[id], repo.catalog().GetChunk(id));
-          }
-        }
-        std::atomic<size_t> next{0};
-        std::mutex error_mu;
-        Status error;
-        auto work = [&] {
-          RecordCodec codec(repo.keys(), 0);
-          std::vector<uint8_t> record, chunk(snap.chunk_size);
-          for (size_t k = next++; k < ids.size(); k = next++) {
-            {
-              std::lock_guard<std::mutex> lock(error_mu);
-              if (!error.ok()) return;
-            }
-            if (CancellationRequested()) {
-              std::lock_guard<std::mutex> lock(error_mu);
-              error = Status::Cancelled("restore interrupted");
-              return;
-            }
-            const uint64_t index = first + k;
-            const uint64_t offset = index * snap.chunk_size;
-            const uint64_t length = std::min<uint64_t>(snap.chunk_size, snap.size_bytes - offset);
-            Status s;
-            if (ids[k] == 0) {
-              zero_bytes += length;
-              if (!holes) s = sink.Write(offset, zeros.data(), length);
-            } else {
-              const catalog::ChunkRecord& c = where.at(ids[k]);
-              s = c.raw_size == length ? LoadChunk(repo, codec, c, &record, chunk.data())
-                                       : Status::Corruption("the chunk has the wrong size");
-              if (s.ok()) s = sink.Write(offset, chunk.data(), length);
-              if (!s.ok() && s.code() == StatusCode::kCorruption) {
-                s = Status::Corruption(Range(snap, index, length) + " is damaged: " + s.message());
-              }
-            }
-            if (!s.ok()) {
-              std::lock_guard<std::mutex> lock(error_mu);
-              if (error.ok()) error = s;
-              return;
-            }
-            bytes_done += length;
-          }
-        };
-        std::vector<std::thread> threads;
-        for (int i = 1; i < workers; ++i)
-          threads.emplace_back(work);
-        work();
-        for (auto& t : threads)
-          t.join();
+        Status written = writer.Write(first, ids);
         if (options.on_progress && Clock::now() - last_report >= options.progress_interval) {
           last_report = Clock::now();
-          options.on_progress({bytes_done.load(), snap.size_bytes, last_report - start});
+          options.on_progress({writer.bytes_done(), snap.size_bytes, last_report - start});
         }
-        return error;
-      });
-  if (!status.ok()) return status;
+        return written;
+      }));
   WB_RETURN_IF_ERROR(sink.Finish(snap.size_bytes));
   result.bytes = snap.size_bytes;
-  result.zero_bytes = zero_bytes.load();
+  result.zero_bytes = writer.zero_bytes();
   result.elapsed = Clock::now() - start;
   if (options.on_progress) options.on_progress({result.bytes, snap.size_bytes, result.elapsed});
   return result;
@@ -158,50 +248,14 @@ Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, const 
   if (source->geometry().size_bytes < snap.size_bytes) {
     return Status::Corruption(path + " is shorter than the snapshot");
   }
-  std::vector<std::vector<uint8_t>> buffers(4, std::vector<uint8_t>(snap.chunk_size));
+  std::vector<std::vector<uint8_t>> buffers(kReadBackBuffers,
+                                            std::vector<uint8_t>(snap.chunk_size));
   std::vector<uint8_t*> free_buffers;
   for (auto& b : buffers)
     free_buffers.push_back(b.data());
   return repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-        WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
-        std::unordered_map<int64_t, Digest> digests;
-        for (int64_t id : ids) {
-          if (id != 0 && !digests.count(id)) {
-            WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, repo.catalog().GetChunk(id));
-            digests[id] = c.digest;
-          }
-        }
-        size_t submitted = 0, completed = 0;
-        Status error;
-        while (completed < ids.size()) {
-          while (submitted < ids.size() && !free_buffers.empty()) {
-            const uint64_t offset = (first + submitted) * snap.chunk_size;
-            const uint64_t length = std::min<uint64_t>(snap.chunk_size, snap.size_bytes - offset);
-            WB_RETURN_IF_ERROR(
-                source->Submit(ReadRequest{offset, length, free_buffers.back(), submitted}));
-            free_buffers.pop_back();
-            ++submitted;
-          }
-          WB_ASSIGN_OR_RETURN(ReadCompletion done, source->Wait());
-          ++completed;
-          free_buffers.push_back(done.request.buffer);
-          if (!done.status.ok()) {
-            if (error.ok()) error = done.status;
-            continue;
-          }
-          const uint64_t k = done.request.tag;
-          const int64_t id = ids[k];
-          const bool good = id == 0 ? IsAllZero(done.request.buffer, done.request.length)
-                                    : repo.keys().DigestOf(done.request.buffer,
-                                                           done.request.length) == digests.at(id);
-          if (!good && error.ok()) {
-            error = Status::Corruption("verifying " + path + ": " +
-                                       Range(snap, first + k, done.request.length) +
-                                       " differs from the snapshot");
-          }
-        }
-        return error;
+        return CheckSegmentRestored(repo, snap, path, *source, &free_buffers, first, ids);
       });
 }
 

@@ -23,6 +23,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Sealed records that may exist at once: one being encoded per worker plus two waiting for the
+// coordinator to write them, but never more than this whatever the worker count, so that
+// record memory stays bounded (each record is up to a chunk). Workers wait for a slot
+// (record_slots_) when writing falls behind.
+constexpr int kMaxRecordSlots = 62;
+
 int64_t ThreadCpuNs() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -96,6 +102,8 @@ class Snapshotter {
   Result<int64_t> StoreRecord(const std::vector<uint8_t>& record, const Digest& digest,
                               RecordKind kind, uint32_t raw_size);
   Status Commit(bool force);
+  Status BeginSnapshotRow(SnapshotResult* result);
+  void KeepWhatIsDurable();
   Status StartPack();
   Status SyncPack();
   void Stop();
@@ -420,26 +428,42 @@ void Snapshotter::Stop() {
   record_slots_.release(workers_);  // no worker may stay blocked waiting for a record slot
 }
 
+// A run that was interrupted (killed, power cut) left its snapshot "running": close it (the
+// chunks it committed stay and are found by digest), then start this run's catalog row.
+Status Snapshotter::BeginSnapshotRow(SnapshotResult* result) {
+  WB_ASSIGN_OR_RETURN(auto txn, catalog_.Begin());
+  WB_ASSIGN_OR_RETURN(result->abandoned_runs, catalog_.AbandonRunningSnapshots());
+  info_.source = options_.source_name;
+  info_.tag = options_.tag;
+  char host[128] = {};
+  ::gethostname(host, sizeof host - 1);
+  info_.hostname = host;
+  info_.size_bytes = size_;
+  info_.block_size = source_.geometry().block_size;
+  info_.chunk_size = static_cast<uint32_t>(chunk_size_);
+  info_.started_unix_ms = UnixMs();
+  WB_ASSIGN_OR_RETURN(info_.id, catalog_.BeginSnapshot(info_));
+  return txn->Commit();
+}
+
+// After a failed run, keeps what is durable for the next one: flushes the pack and commits the
+// chunks already recorded (never the snapshot itself), then marks the run failed. When the
+// pack itself failed, SyncPack refuses and the open transaction rolls back: the catalog stays
+// at the last good checkpoint.
+void Snapshotter::KeepWhatIsDurable() {
+  Status keep = SyncPack();
+  if (keep.ok() && txn_) keep = txn_->Commit();
+  txn_.reset();
+  // Marking the run failed names nothing in the pack: do it either way (if this fails too,
+  // the next run does it).
+  if (auto t = catalog_.Begin(); t.ok()) {
+    if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
+  }
+}
+
 Result<SnapshotResult> Snapshotter::Run() {
   SnapshotResult result;
-  const SourceGeometry& geo = source_.geometry();
-  // A run that was interrupted (killed, power cut) left its snapshot "running": close it. The
-  // chunks it committed stay and are found by digest below.
-  {
-    WB_ASSIGN_OR_RETURN(auto txn, catalog_.Begin());
-    WB_ASSIGN_OR_RETURN(result.abandoned_runs, catalog_.AbandonRunningSnapshots());
-    info_.source = options_.source_name;
-    info_.tag = options_.tag;
-    char host[128] = {};
-    ::gethostname(host, sizeof host - 1);
-    info_.hostname = host;
-    info_.size_bytes = size_;
-    info_.block_size = geo.block_size;
-    info_.chunk_size = static_cast<uint32_t>(chunk_size_);
-    info_.started_unix_ms = UnixMs();
-    WB_ASSIGN_OR_RETURN(info_.id, catalog_.BeginSnapshot(info_));
-    WB_RETURN_IF_ERROR(txn->Commit());
-  }
+  WB_RETURN_IF_ERROR(BeginSnapshotRow(&result));
   info_.chunks_total = chunk_count_;
   sealer_ = std::make_unique<SnapshotSealer>(
       repo_.keys(), repo_.config().zstd_level, catalog_, chunk_count_,
@@ -454,9 +478,10 @@ Result<SnapshotResult> Snapshotter::Run() {
                            ? static_cast<size_t>(options_.max_memory / chunk_size_ - workers_ - 2)
                            : static_cast<size_t>(workers_) + 2);
   buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
-  result.peak_buffer_bytes = (buffers_->count() + std::min(62, workers_ + 2)) * chunk_size_;
+  const int record_slots = std::min(kMaxRecordSlots, workers_ + 2);
+  result.peak_buffer_bytes = (buffers_->count() + record_slots) * chunk_size_;
 
-  record_slots_.release(std::min(62, workers_ + 2));
+  record_slots_.release(record_slots);
   WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
   start_ = Clock::now();
   std::thread reader([this] {
@@ -469,29 +494,15 @@ Result<SnapshotResult> Snapshotter::Run() {
   for (int i = 0; i < workers_; ++i)
     workers.emplace_back([this] { WorkerLoop(); });
 
-  Status status = chunk_count_ == 0 ? Status::Ok() : Coordinate();
+  Status status = Coordinate();  // TakeSnapshot refuses an empty source: there is a chunk
   Stop();
   reader.join();
   for (auto& w : workers)
     w.join();
 
   if (!status.ok()) {
-    // Keep what is durable for the next run: flush the pack and commit the chunks already
-    // recorded (never the snapshot itself), then mark the run failed. When the pack itself
-    // failed, SyncPack refuses and the open transaction rolls back: the catalog stays at the
-    // last good checkpoint.
-    Status keep = SyncPack();
-    if (keep.ok() && txn_) keep = txn_->Commit();
-    txn_.reset();
-    // Marking the run failed names nothing in the pack: do it either way (if this fails too,
-    // the next run does it).
-    if (auto t = catalog_.Begin(); t.ok()) {
-      if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
-    }
+    KeepWhatIsDurable();
     return status;
-  }
-  for (auto& [first, segment] : segments_) {  // only when the source was empty
-    WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, segment.first));
   }
   // The sealed snapshot record goes into the pack with everything it names, and the same
   // fsync makes it durable before the catalog's final commit (docs/durability.md).

@@ -16,6 +16,8 @@
 namespace wanbackup::pipeline {
 namespace {
 
+constexpr std::chrono::milliseconds kProgressInterval{200};
+
 Status CheckChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
                   std::vector<uint8_t>* record, std::vector<uint8_t>* chunk) {
   WB_ASSIGN_OR_RETURN(int fd, repo.PackFd(c.pack_id));
@@ -28,50 +30,49 @@ Status CheckChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkReco
   return codec.Open(h, record->data() + kRecordHeaderSize, chunk->data());
 }
 
-}  // namespace
+using DamageByChunk = std::unordered_map<int64_t, std::string>;  // chunk id -> what is wrong
 
-Result<VerifyReport> VerifyRepository(Repository& repo, const VerifyOptions& options) {
-  VerifyReport report;
-  catalog::Catalog& cat = repo.catalog();
-  WB_RETURN_IF_ERROR(repo.LoadPacks());
+Result<std::vector<catalog::SnapshotInfo>> SnapshotsToCheck(catalog::Catalog& cat,
+                                                            const VerifyOptions& options) {
+  if (!options.snapshot_id) return cat.Snapshots(false);
+  WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo s, cat.GetSnapshot(*options.snapshot_id));
+  return std::vector<catalog::SnapshotInfo>{s};
+}
 
-  std::vector<catalog::SnapshotInfo> snapshots;
-  if (options.snapshot_id) {
-    WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo s, cat.GetSnapshot(*options.snapshot_id));
-    snapshots.push_back(s);
-  } else {
-    WB_ASSIGN_OR_RETURN(snapshots, cat.Snapshots(false));
-  }
-
-  // Which chunks to check: those the chosen snapshot references, or every chunk.
+// The chunks the chosen snapshot references (in pack and file order), or every chunk.
+Result<std::vector<catalog::ChunkRecord>> ChunksToCheck(catalog::Catalog& cat,
+                                                        const VerifyOptions& options) {
   std::vector<catalog::ChunkRecord> chunks;
-  if (options.snapshot_id) {
-    std::unordered_set<int64_t> ids;
-    Status s = cat.ForEachMapSegment(*options.snapshot_id,
-                                     [&](uint64_t, const std::vector<int64_t>& seg) -> Status {
-                                       for (int64_t id : seg) {
-                                         if (id != 0) ids.insert(id);
-                                       }
-                                       return Status::Ok();
-                                     });
-    if (!s.ok() && s.code() != StatusCode::kCorruption) return s;
-    for (int64_t id : ids) {
-      Result<catalog::ChunkRecord> c = cat.GetChunk(id);
-      if (c.ok()) chunks.push_back(*c);
-    }
-    std::sort(chunks.begin(), chunks.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.pack_id, a.offset) < std::tie(b.pack_id, b.offset);
-    });
-  } else {
+  if (!options.snapshot_id) {
     WB_RETURN_IF_ERROR(cat.ForEachChunk([&](const catalog::ChunkRecord& c) {
       chunks.push_back(c);
       return Status::Ok();
     }));
+    return chunks;
   }
+  std::unordered_set<int64_t> ids;
+  Status s = cat.ForEachMapSegment(*options.snapshot_id,
+                                   [&](uint64_t, const std::vector<int64_t>& seg) -> Status {
+                                     for (int64_t id : seg) {
+                                       if (id != 0) ids.insert(id);
+                                     }
+                                     return Status::Ok();
+                                   });
+  if (!s.ok() && s.code() != StatusCode::kCorruption) return s;
+  for (int64_t id : ids) {
+    Result<catalog::ChunkRecord> c = cat.GetChunk(id);
+    if (c.ok()) chunks.push_back(*c);
+  }
+  std::sort(chunks.begin(), chunks.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.pack_id, a.offset) < std::tie(b.pack_id, b.offset);
+  });
+  return chunks;
+}
 
-  // Check them, pack by pack in file order, on every core.
-  std::mutex mu;
-  std::unordered_map<int64_t, std::string> bad;  // GUARDED_BY(mu)
+// Checks `chunks` on every core (in their order), filling `bad` and the report's counts.
+Status CheckChunks(Repository& repo, const std::vector<catalog::ChunkRecord>& chunks,
+                   const VerifyOptions& options, DamageByChunk* bad, VerifyReport* report) {
+  std::mutex mu;  // guards *bad
   std::atomic<size_t> next{0}, done{0};
   std::atomic<uint64_t> bytes{0};
   const int workers = options.workers > 0
@@ -85,7 +86,7 @@ Result<VerifyReport> VerifyRepository(Repository& repo, const VerifyOptions& opt
       bytes += chunks[i].stored_size;
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
-        bad[chunks[i].id] = s.message();
+        (*bad)[chunks[i].id] = s.message();
       }
       ++done;
     }
@@ -95,75 +96,111 @@ Result<VerifyReport> VerifyRepository(Repository& repo, const VerifyOptions& opt
     threads.emplace_back(work);
   while (done.load() < chunks.size() && !CancellationRequested()) {
     if (options.on_progress) options.on_progress(done.load(), chunks.size());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(kProgressInterval);
   }
   for (auto& t : threads)
     t.join();
   if (CancellationRequested()) return Status::Cancelled("verify interrupted");
   if (options.on_progress) options.on_progress(done.load(), chunks.size());
-  report.chunks_checked = chunks.size();
-  report.bytes_checked = bytes.load();
-  report.chunks_damaged = bad.size();
+  report->chunks_checked = chunks.size();
+  report->bytes_checked = bytes.load();
+  report->chunks_damaged = bad->size();
+  return Status::Ok();
+}
 
-  // Map damage onto snapshots: contiguous runs of damaged or missing chunks.
-  for (const catalog::SnapshotInfo& snap : snapshots) {
-    ++report.snapshots_checked;
-    std::unordered_map<int64_t, bool> exists;
-    DamagedRange run;
-    bool open = false;
-    auto close_run = [&] {
-      if (open) report.damage.push_back(run);
-      open = false;
-    };
-    Status s = cat.ForEachMapSegment(
-        snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-          for (size_t k = 0; k < ids.size(); ++k) {
-            const int64_t id = ids[k];
-            std::string reason;
-            if (id != 0) {
-              auto b = bad.find(id);
-              if (b != bad.end()) {
-                reason = b->second;
-              } else {
-                auto e = exists.find(id);
-                if (e == exists.end()) e = exists.emplace(id, cat.GetChunk(id).ok()).first;
-                if (!e->second) reason = "the catalog has no such chunk";
-              }
-            }
-            const uint64_t offset = (first + k) * snap.chunk_size;
-            const uint64_t length = std::min<uint64_t>(snap.chunk_size, snap.size_bytes - offset);
-            if (reason.empty()) {
-              close_run();
-              continue;
-            }
-            if (open && run.reason == reason && run.offset + run.length == offset) {
-              run.length += length;
-            } else {
-              close_run();
-              run = DamagedRange{snap.id, offset, length, snap.block_size, reason};
-              open = true;
-            }
-          }
-          return Status::Ok();
-        });
-    close_run();
-    if (!s.ok()) {
-      if (s.code() != StatusCode::kCorruption) return s;
-      report.damage.push_back(DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size,
-                                           "its chunk map is damaged: " + s.message()});
-      continue;
-    }
-    // The catalog row and map must be what the snapshot sealed when it was taken.
-    Status sealed = CheckSnapshotAgainstRecord(repo, snap, false);
-    if (!sealed.ok()) {
-      if (sealed.code() != StatusCode::kCorruption) return sealed;
-      // The line already names the snapshot.
-      std::string reason = sealed.message();
-      const std::string prefix = "snapshot " + std::to_string(snap.id) + ": ";
-      if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
-      report.damage.push_back(DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size, reason});
+// Collects one snapshot's damage as contiguous runs of chunks with the same reason.
+class DamageRuns {
+ public:
+  DamageRuns(catalog::Catalog& cat, const catalog::SnapshotInfo& snap, const DamageByChunk& bad,
+             std::vector<DamagedRange>* out)
+      : cat_(cat), snap_(snap), bad_(bad), out_(out) {}
+
+  // One map segment: chunk ids from chunk number `first`.
+  void AddSegment(uint64_t first, const std::vector<int64_t>& ids) {
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const uint64_t offset = (first + k) * snap_.chunk_size;
+      const uint64_t length = std::min<uint64_t>(snap_.chunk_size, snap_.size_bytes - offset);
+      Add(offset, length, WhatIsWrong(ids[k]));
     }
   }
+  void Close() {
+    if (open_) out_->push_back(run_);
+    open_ = false;
+  }
+
+ private:
+  // Empty when the chunk is fine (or a zero chunk).
+  std::string WhatIsWrong(int64_t id) {
+    if (id == 0) return {};
+    if (auto b = bad_.find(id); b != bad_.end()) return b->second;
+    auto e = exists_.find(id);
+    if (e == exists_.end()) e = exists_.emplace(id, cat_.GetChunk(id).ok()).first;
+    return e->second ? std::string() : "the catalog has no such chunk";
+  }
+  void Add(uint64_t offset, uint64_t length, const std::string& reason) {
+    if (reason.empty()) {
+      Close();
+    } else if (open_ && run_.reason == reason && run_.offset + run_.length == offset) {
+      run_.length += length;
+    } else {
+      Close();
+      run_ = DamagedRange{snap_.id, offset, length, snap_.block_size, reason};
+      open_ = true;
+    }
+  }
+
+  catalog::Catalog& cat_;
+  const catalog::SnapshotInfo& snap_;
+  const DamageByChunk& bad_;
+  std::vector<DamagedRange>* out_;
+  std::unordered_map<int64_t, bool> exists_;  // chunk id -> in the catalog
+  DamagedRange run_;
+  bool open_ = false;
+};
+
+// Maps the damaged chunks onto one snapshot, and checks its catalog row and map against the
+// record it sealed when it was taken.
+Status CheckSnapshot(Repository& repo, const catalog::SnapshotInfo& snap, const DamageByChunk& bad,
+                     VerifyReport* report) {
+  ++report->snapshots_checked;
+  DamageRuns runs(repo.catalog(), snap, bad, &report->damage);
+  Status s = repo.catalog().ForEachMapSegment(
+      snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+        runs.AddSegment(first, ids);
+        return Status::Ok();
+      });
+  runs.Close();
+  if (!s.ok()) {
+    if (s.code() != StatusCode::kCorruption) return s;
+    report->damage.push_back(DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size,
+                                          "its chunk map is damaged: " + s.message()});
+    return Status::Ok();
+  }
+  Status sealed = CheckSnapshotAgainstRecord(repo, snap, false);
+  if (!sealed.ok()) {
+    if (sealed.code() != StatusCode::kCorruption) return sealed;
+    // The line already names the snapshot.
+    std::string reason = sealed.message();
+    const std::string prefix = "snapshot " + std::to_string(snap.id) + ": ";
+    if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+    report->damage.push_back(DamagedRange{snap.id, 0, snap.size_bytes, snap.block_size, reason});
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<VerifyReport> VerifyRepository(Repository& repo, const VerifyOptions& options) {
+  VerifyReport report;
+  catalog::Catalog& cat = repo.catalog();
+  WB_RETURN_IF_ERROR(repo.LoadPacks());
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::SnapshotInfo> snapshots,
+                      SnapshotsToCheck(cat, options));
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::ChunkRecord> chunks, ChunksToCheck(cat, options));
+  DamageByChunk bad;
+  WB_RETURN_IF_ERROR(CheckChunks(repo, chunks, options, &bad, &report));
+  for (const catalog::SnapshotInfo& snap : snapshots)
+    WB_RETURN_IF_ERROR(CheckSnapshot(repo, snap, bad, &report));
   return report;
 }
 

@@ -36,6 +36,70 @@ std::string DeviceTypeName(int code) {
   }
 }
 
+// Decoders of QueryLun's answers, one per command. Each fills its part of `info`.
+
+// Standard INQUIRY: fails when the LUN does not exist.
+Status DecodeStandardInquiry(scsi_task* task, const Connection& conn, const std::string& at,
+                             LunInfo* info) {
+  auto* inq = static_cast<scsi_inquiry_standard*>(scsi_datain_unmarshall(task));
+  if (inq == nullptr) return Status::IoError("INQUIRY" + at + ": cannot decode the answer");
+  // Peripheral qualifier 3: "not capable of supporting a device on this LUN" = no such LUN.
+  if (inq->qualifier != SCSI_INQUIRY_PERIPHERAL_QUALIFIER_CONNECTED) {
+    return Status::NotFound("LUN " + std::to_string(info->lun) + " does not exist on " +
+                            conn.where());
+  }
+  info->device_type_code = inq->device_type;
+  info->device_type = DeviceTypeName(inq->device_type);
+  info->vendor = Trimmed(inq->vendor_identification);
+  info->product = Trimmed(inq->product_identification);
+  info->revision = Trimmed(inq->product_revision_level);
+  return Status::Ok();
+}
+
+void DecodeSerial(scsi_task* task, LunInfo* info) {
+  auto* sn = static_cast<scsi_inquiry_unit_serial_number*>(scsi_datain_unmarshall(task));
+  if (sn != nullptr) info->serial = Trimmed(sn->usn);
+}
+
+// The first designator of the Device Identification page, as text or in hex.
+void DecodeIdentifier(scsi_task* task, LunInfo* info) {
+  auto* di = static_cast<scsi_inquiry_device_identification*>(scsi_datain_unmarshall(task));
+  if (di == nullptr || di->designators == nullptr) return;
+  const scsi_inquiry_device_designator* d = di->designators;
+  if (d->code_set == SCSI_CODESET_ASCII || d->code_set == SCSI_CODESET_UTF8) {
+    info->identifier = Trimmed(std::string(d->designator, d->designator_length).c_str());
+    return;
+  }
+  for (int i = 0; i < d->designator_length; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(d->designator[i]));
+    info->identifier += b;
+  }
+}
+
+Status DecodeCapacity(scsi_task* task, const std::string& at, LunInfo* info) {
+  auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task));
+  if (cap == nullptr) return Status::IoError("READ CAPACITY(16)" + at + ": cannot decode");
+  if (cap->block_length == 0 || cap->block_length % 512 != 0) {
+    return Status::Unsupported("LUN " + std::to_string(info->lun) + " reports a block size of " +
+                               std::to_string(cap->block_length) + " bytes");
+  }
+  info->block_count = cap->returned_lba + 1;
+  info->block_size = cap->block_length;
+  info->physical_block_size = cap->block_length << cap->lbppbe;
+  info->thin_provisioned = cap->lbpme != 0;
+  info->unmapped_reads_zero = cap->lbprz != 0;
+  return Status::Ok();
+}
+
+void DecodeBlockLimits(scsi_task* task, LunInfo* info) {
+  auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(task));
+  if (bl == nullptr) return;
+  info->has_block_limits = true;
+  info->max_transfer_blocks = bl->max_xfer_len;
+  info->optimal_transfer_blocks = bl->opt_xfer_len;
+}
+
 }  // namespace
 
 Result<std::vector<int>> ReportLuns(Connection& conn) {
@@ -77,63 +141,14 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
     }
   }
   if (!r[0].ok()) return r[0].status().WithContext("INQUIRY" + at);
-  {
-    auto* inq = static_cast<scsi_inquiry_standard*>(scsi_datain_unmarshall(r[0]->get()));
-    if (inq == nullptr) return Status::IoError("INQUIRY" + at + ": cannot decode the answer");
-    // Peripheral qualifier 3: "not capable of supporting a device on this LUN" = no such LUN.
-    if (inq->qualifier != SCSI_INQUIRY_PERIPHERAL_QUALIFIER_CONNECTED) {
-      return Status::NotFound("LUN " + std::to_string(lun) + " does not exist on " + conn.where());
-    }
-    info.device_type_code = inq->device_type;
-    info.device_type = DeviceTypeName(inq->device_type);
-    info.vendor = Trimmed(inq->vendor_identification);
-    info.product = Trimmed(inq->product_identification);
-    info.revision = Trimmed(inq->product_revision_level);
-  }
-  if (r[1].ok()) {
-    auto* sn = static_cast<scsi_inquiry_unit_serial_number*>(scsi_datain_unmarshall(r[1]->get()));
-    if (sn != nullptr) info.serial = Trimmed(sn->usn);
-  }
-  if (r[2].ok()) {
-    auto* di =
-        static_cast<scsi_inquiry_device_identification*>(scsi_datain_unmarshall(r[2]->get()));
-    if (di != nullptr && di->designators != nullptr) {
-      const scsi_inquiry_device_designator* d = di->designators;
-      if (d->code_set == SCSI_CODESET_ASCII || d->code_set == SCSI_CODESET_UTF8) {
-        info.identifier = Trimmed(std::string(d->designator, d->designator_length).c_str());
-      } else {
-        for (int i = 0; i < d->designator_length; ++i) {
-          char b[3];
-          std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(d->designator[i]));
-          info.identifier += b;
-        }
-      }
-    }
-  }
+  WB_RETURN_IF_ERROR(DecodeStandardInquiry(r[0]->get(), conn, at, &info));
+  if (r[1].ok()) DecodeSerial(r[1]->get(), &info);
+  if (r[2].ok()) DecodeIdentifier(r[2]->get(), &info);
   if (!info.is_disk()) return info;
 
   if (!r[3].ok()) return r[3].status().WithContext("READ CAPACITY(16)" + at);
-  {
-    auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(r[3]->get()));
-    if (cap == nullptr) return Status::IoError("READ CAPACITY(16)" + at + ": cannot decode");
-    if (cap->block_length == 0 || cap->block_length % 512 != 0) {
-      return Status::Unsupported("LUN " + std::to_string(lun) + " reports a block size of " +
-                                 std::to_string(cap->block_length) + " bytes");
-    }
-    info.block_count = cap->returned_lba + 1;
-    info.block_size = cap->block_length;
-    info.physical_block_size = cap->block_length << cap->lbppbe;
-    info.thin_provisioned = cap->lbpme != 0;
-    info.unmapped_reads_zero = cap->lbprz != 0;
-  }
-  if (r[4].ok()) {
-    auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(r[4]->get()));
-    if (bl != nullptr) {
-      info.has_block_limits = true;
-      info.max_transfer_blocks = bl->max_xfer_len;
-      info.optimal_transfer_blocks = bl->opt_xfer_len;
-    }
-  }
+  WB_RETURN_IF_ERROR(DecodeCapacity(r[3]->get(), at, &info));
+  if (r[4].ok()) DecodeBlockLimits(r[4]->get(), &info);
   return info;
 }
 
