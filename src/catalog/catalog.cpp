@@ -198,8 +198,8 @@ class SqliteCatalog final : public Catalog {
   }
 
   Status MoveChunk(int64_t id, int64_t pack_id, uint64_t offset) override {
-    WB_ASSIGN_OR_RETURN(Stmt s,
-                        Stmt::Prepare(db_, "UPDATE chunks SET pack_id = ?, offset = ? WHERE id = ?"));
+    WB_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_, "UPDATE chunks SET pack_id = ?, offset = ? WHERE id = ?"));
     s.Bind(1, pack_id).Bind(2, static_cast<int64_t>(offset)).Bind(3, id);
     return s.Run();
   }

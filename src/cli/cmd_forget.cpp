@@ -64,14 +64,16 @@ Status CheckArguments(ForgetCommandOptions* opts) {
         "--keep-daily 14) or which snapshots to forget; nothing was forgotten");
   }
   if (!opts->ids.empty() && !opts->source.empty()) {
-    return Status::InvalidArgument("--source selects snapshots for the --keep-* rules; with "
-                                   "snapshot ids it has no meaning");
+    return Status::InvalidArgument(
+        "--source selects snapshots for the --keep-* rules; with "
+        "snapshot ids it has no meaning");
   }
   for (const std::string& id : opts->ids) {
     char* end = nullptr;
     const long long n = std::strtoll(id.c_str(), &end, 10);
     if (id.empty() || *end != '\0' || n <= 0) {
-      return Status::InvalidArgument("'" + id + "' is not a snapshot number; nothing was forgotten");
+      return Status::InvalidArgument("'" + id +
+                                     "' is not a snapshot number; nothing was forgotten");
     }
   }
   return Status::Ok();
@@ -132,8 +134,8 @@ Status RunForget(ForgetCommandOptions opts) {
         std::any_of(list.begin(), list.end(), [](const auto& d) { return d.keep; });
     if (!keeps_one && !list.empty() && !opts.allow_empty_source) {
       return Status::InvalidArgument(
-          "this would forget every snapshot of " + source +
-          " (the newest is " + std::to_string(list.front().snapshot.id) +
+          "this would forget every snapshot of " + source + " (the newest is " +
+          std::to_string(list.front().snapshot.id) +
           "); keep one, or give --allow-empty-source; nothing was forgotten");
     }
   }
@@ -144,8 +146,7 @@ Status RunForget(ForgetCommandOptions opts) {
   std::sort(forgotten.begin(), forgotten.end());
   bool upgraded = false;
   if (!opts.dry_run && !forget.empty()) {
-    WB_ASSIGN_OR_RETURN(pipeline::ForgetOutcome outcome,
-                        pipeline::ForgetSnapshots(*repo, forget));
+    WB_ASSIGN_OR_RETURN(pipeline::ForgetOutcome outcome, pipeline::ForgetSnapshots(*repo, forget));
     upgraded = outcome.upgraded_format;
   }
 
@@ -191,12 +192,12 @@ Status RunForget(ForgetCommandOptions opts) {
   if (forgotten.empty()) {
     PrintInfo("nothing to forget");
   } else if (opts.dry_run) {
-    PrintInfo("would forget " + std::to_string(forgotten.size()) + " snapshot(s): " +
-              JoinIds(forgotten) + " (dry run: nothing was changed)");
+    PrintInfo("would forget " + std::to_string(forgotten.size()) +
+              " snapshot(s): " + JoinIds(forgotten) + " (dry run: nothing was changed)");
   } else {
     if (upgraded) PrintInfo("upgraded the repository to format 3 (forget records)");
-    PrintInfo("forgot " + std::to_string(forgotten.size()) + " snapshot(s): " +
-              JoinIds(forgotten) + "; 'wanbackup prune' frees their space");
+    PrintInfo("forgot " + std::to_string(forgotten.size()) + " snapshot(s): " + JoinIds(forgotten) +
+              "; 'wanbackup prune' frees their space");
   }
   return Status::Ok();
 }
@@ -243,8 +244,9 @@ void RegisterForget(CLI::App& app, Runner* runner) {
                   "apply the rules to this source only (as 'wanbackup snapshots' names it)");
   cmd->add_flag("--allow-empty-source", opts->allow_empty_source,
                 "allow forgetting every snapshot of a source (refused otherwise)");
-  cmd->add_flag("-n,--dry-run", opts->dry_run, "print what would be kept and forgotten; change "
-                                               "nothing");
+  cmd->add_flag("-n,--dry-run", opts->dry_run,
+                "print what would be kept and forgotten; change "
+                "nothing");
   cmd->add_flag("--json", opts->json, "print the decisions as JSON");
   AddRepoFlags(cmd, &opts->repo);
   cmd->footer(

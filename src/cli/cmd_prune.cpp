@@ -35,8 +35,9 @@ Status RunPrune(const PruneCommandOptions& opts) {
   progress.Clear();
   if (!result.ok()) {
     if (result.status().code() == StatusCode::kCancelled) {
-      return Status::Cancelled("prune interrupted; every snapshot is intact, and the next prune "
-                               "finishes the job");
+      return Status::Cancelled(
+          "prune interrupted; every snapshot is intact, and the next prune "
+          "finishes the job");
     }
     return result.status();
   }

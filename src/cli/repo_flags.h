@@ -1,7 +1,8 @@
 // Flags every repository command shares, and turning them into an open Repository.
 //
 // Repository: --repo or $WANBACKUP_REPO. --lock-wait DURATION: how long to wait for a lock
-// another command holds (repo_lock.h) before giving up with exit 7 naming it; default 0. Secrets, first found wins: --key-file
+// another command holds (repo_lock.h) before giving up with exit 7 naming it; default 0. Secrets,
+// first found wins: --key-file
 // ($WANBACKUP_KEY_FILE) for key-file repositories; for passphrase repositories --password-file
 // ($WANBACKUP_PASSWORD_FILE), then $WANBACKUP_PASSWORD, then a prompt on the terminal (echo off).
 // Without a terminal and none of these, a clear error instead of waiting for input.

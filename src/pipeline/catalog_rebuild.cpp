@@ -58,8 +58,8 @@ class Rebuilder {
 
  private:
   Status IndexPack(const PackFile& pack);
-  Status IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id, uint64_t offset,
-                     const RecordHeader& h);
+  Status IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                     uint64_t offset, const RecordHeader& h);
   Status AddSnapshot(int64_t record_id, const SnapshotRecord& r);
   Result<std::vector<Digest>> LoadSegment(const Digest& digest);
 
@@ -76,16 +76,15 @@ class Rebuilder {
     std::string where;
     SnapshotRecord record;
   };
-  std::vector<Sealed> sealed_;                                      // in pack order
-  std::unordered_set<Digest, DigestHash> forgotten_;                // forget records' digests
-  int64_t max_id_ = 0;                                              // largest snapshot id seen
+  std::vector<Sealed> sealed_;                        // in pack order
+  std::unordered_set<Digest, DigestHash> forgotten_;  // forget records' digests
+  int64_t max_id_ = 0;                                // largest snapshot id seen
   std::vector<uint8_t> record_, plain_;
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
 };
 
 Status Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
-                              uint64_t offset,
-                              const RecordHeader& h) {
+                              uint64_t offset, const RecordHeader& h) {
   const auto where = [&] { return pack.name + " at " + std::to_string(offset); };
   if (h.raw_size > MaxRawSize(h.kind, repo_.config().chunk_size)) {
     ++report_.damaged_records;
@@ -131,8 +130,7 @@ Status Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, in
   } else if (read.kind == RecordKind::kForget) {
     Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
     if (!r.ok()) {
-      report_.problems.push_back("forget record in pack " + where() + ": " +
-                                 r.status().message());
+      report_.problems.push_back("forget record in pack " + where() + ": " + r.status().message());
     } else if (r->repository_id != repo_.config().id) {
       report_.problems.push_back("forget record in pack " + where() +
                                  " belongs to another repository; left out");

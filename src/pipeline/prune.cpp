@@ -49,9 +49,9 @@ class Pruner {
   const PruneOptions& options_;
   RecordCodec codec_;
   PruneReport report_;
-  std::map<int64_t, catalog::PackInfo> packs_;          // the catalog's
-  std::unordered_map<std::string, uint64_t> stored_;    // name -> size in the store
-  std::vector<bool> live_;                              // by chunk id
+  std::map<int64_t, catalog::PackInfo> packs_;        // the catalog's
+  std::unordered_map<std::string, uint64_t> stored_;  // name -> size in the store
+  std::vector<bool> live_;                            // by chunk id
   std::unique_ptr<catalog::Catalog::Transaction> txn_;
   std::unique_ptr<PackWriter> writer_;
   int64_t writer_id_ = 0;
@@ -182,7 +182,8 @@ Status Pruner::CopyPack(int64_t pack_id) {
     if (CancellationRequested()) return Status::Cancelled("prune interrupted");
     const auto where = [&] { return "pack " + name + " at " + std::to_string(c.offset); };
     Result<RecordHeader> h = ReadRecordAt(*reader, c.offset, c.stored_size, &record_);
-    if (!h.ok()) return Status::Corruption("the record in " + where() + ": " + h.status().message());
+    if (!h.ok())
+      return Status::Corruption("the record in " + where() + ": " + h.status().message());
     if (h->digest != c.digest || h->raw_size != c.raw_size ||
         static_cast<int>(h->kind) != static_cast<int>(c.kind) ||
         c.raw_size > MaxRaw(c.kind, repo_.config().chunk_size)) {

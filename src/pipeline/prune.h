@@ -32,9 +32,9 @@ namespace wanbackup::pipeline {
 
 struct PruneOptions {
   UnusedLimit max_unused;
-  bool dry_run = false;                 // plan and report; change nothing
-  uint64_t pack_size = 512ull << 20;    // new packs are closed past this size
-  uint64_t batch_bytes = 1ull << 30;    // commit (and remove old packs) after copying this much
+  bool dry_run = false;               // plan and report; change nothing
+  uint64_t pack_size = 512ull << 20;  // new packs are closed past this size
+  uint64_t batch_bytes = 1ull << 30;  // commit (and remove old packs) after copying this much
   std::function<void(uint64_t copied, uint64_t to_copy)> on_progress;
 };
 

@@ -103,8 +103,7 @@ std::string HolderLine(const std::string& command) {
          "' since " + NowIso8601() + "\n";
 }
 
-Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo,
-                                                    LockKind kind,
+Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo, LockKind kind,
                                                     const LockOptions& options) {
   std::unique_ptr<RepoLock> lock(new RepoLock());
   lock->kind_ = kind;

@@ -28,7 +28,7 @@ enum class LockKind { kShared, kWriter, kExclusive };
 
 struct LockOptions {
   std::string command = "wanbackup";  // named in the holder line ("prune", "restore" ...)
-  std::chrono::milliseconds wait{0};   // how long to keep trying before giving up
+  std::chrono::milliseconds wait{0};  // how long to keep trying before giving up
 };
 
 class RepoLock {

@@ -329,8 +329,8 @@ Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
 }
 
 Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
-                                                     const Credentials& credentials,
-                                                     OpenMode mode, const LockOptions& lock) {
+                                                     const Credentials& credentials, OpenMode mode,
+                                                     const LockOptions& lock) {
   WB_RETURN_IF_ERROR(InitCrypto());
   std::unique_ptr<Repository> repo(new Repository());
   repo->path_ = path;

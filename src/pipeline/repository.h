@@ -3,8 +3,8 @@
 //
 // Opening takes the lock its mode needs (repo_lock.h): readers a shared lock, appending writers
 // the writer lock, writers that remove things (forget, prune, repair, migrate) both exclusively.
-// A holder blocks others up to LockOptions::wait, then Busy names it. Threading: config(), keys() and Pack() are thread-safe;
-// catalog() belongs to the thread that opened the repository.
+// A holder blocks others up to LockOptions::wait, then Busy names it. Threading: config(), keys()
+// and Pack() are thread-safe; catalog() belongs to the thread that opened the repository.
 #pragma once
 
 #include <memory>
@@ -133,7 +133,7 @@ class Repository {
   std::mutex packs_mu_;
   std::unique_ptr<PackStore> store_;
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)
-  std::unordered_map<int64_t, std::string> pack_names_;  // GUARDED_BY(packs_mu_)
+  std::unordered_map<int64_t, std::string> pack_names_;                    // GUARDED_BY(packs_mu_)
 };
 
 // "passphrase", "keyfile", "none".

@@ -171,8 +171,8 @@ Result<ForgetRecord> DecodeForgetRecord(const uint8_t* data, size_t size) {
     for (const auto& s : snapshots) {
       ForgottenSnapshot f;
       f.id = s.at("id").get<int64_t>();
-      if (f.id <= 0 || !FromHex(s.at("record").get<std::string>(), f.record.data(),
-                                f.record.size())) {
+      if (f.id <= 0 ||
+          !FromHex(s.at("record").get<std::string>(), f.record.data(), f.record.size())) {
         return Status::Corruption("a forget record names a malformed snapshot");
       }
       r.snapshots.push_back(f);

@@ -1,8 +1,8 @@
 // Retention and prune on real repositories (docs/operations.md, "Retention and prune"): the real
 // binary on small local images with 64 KiB chunks and faked snapshot times
 // ($WANBACKUP_TEST_SNAPSHOT_TIME). Also the repository locks every command takes.
-#include <sys/file.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -28,9 +28,9 @@ using wanbackup::testing::TreeContents;
 namespace {
 
 constexpr uint64_t kChunk = 64 << 10;
-constexpr size_t kChunks = 32;                      // 2 MiB images
-constexpr int64_t kStart = 1699920000 + 3600;       // 2023-11-14 01:00 UTC
-constexpr int64_t kStep = 8 * 3600;                 // three snapshots a day
+constexpr size_t kChunks = 32;                 // 2 MiB images
+constexpr int64_t kStart = 1699920000 + 3600;  // 2023-11-14 01:00 UTC
+constexpr int64_t kStep = 8 * 3600;            // three snapshots a day
 
 void Noise(std::string* data, size_t offset, size_t size, uint64_t seed) {
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -122,9 +122,10 @@ const std::set<int64_t> kKeptOf30 = {12, 15, 18, 21, 24, 27, 28, 29, 30};
 
 }  // namespace
 
-TEST_CASE("prune: after forget of 30 snapshots the repository is near a fresh one holding the "
-          "kept snapshots, and they restore bit-exact",
-          "[prune]") {
+TEST_CASE(
+    "prune: after forget of 30 snapshots the repository is near a fresh one holding the "
+    "kept snapshots, and they restore bit-exact",
+    "[prune]") {
   TempDir dir("prune");
   RepoCli repo(dir);
   Init(repo);
@@ -154,10 +155,11 @@ TEST_CASE("prune: after forget of 30 snapshots the repository is near a fresh on
   }
   const uint64_t reference = PackBytes(fresh.path());
   const double ratio = static_cast<double>(after) / static_cast<double>(reference);
-  std::printf("prune: 30 snapshots %llu bytes of packs; after forget+prune %llu; a fresh "
-              "repository with the 9 kept %llu (ratio %.3f)\n",
-              static_cast<unsigned long long>(before), static_cast<unsigned long long>(after),
-              static_cast<unsigned long long>(reference), ratio);
+  std::printf(
+      "prune: 30 snapshots %llu bytes of packs; after forget+prune %llu; a fresh "
+      "repository with the 9 kept %llu (ratio %.3f)\n",
+      static_cast<unsigned long long>(before), static_cast<unsigned long long>(after),
+      static_cast<unsigned long long>(reference), ratio);
   CHECK(ratio <= 1.10);
 
   repo.Ok({"verify"});
@@ -175,9 +177,10 @@ TEST_CASE("prune: after forget of 30 snapshots the repository is near a fresh on
   repo.Ok({"verify"});
 }
 
-TEST_CASE("prune: a catalog rebuilt between forget and prune leaves the forgotten snapshots out, "
-          "and new snapshots never reuse their ids",
-          "[prune]") {
+TEST_CASE(
+    "prune: a catalog rebuilt between forget and prune leaves the forgotten snapshots out, "
+    "and new snapshots never reuse their ids",
+    "[prune]") {
   TempDir dir("forget-repair");
   RepoCli repo(dir);
   Init(repo);
@@ -194,9 +197,10 @@ TEST_CASE("prune: a catalog rebuilt between forget and prune leaves the forgotte
   CheckRestores(repo, {1, 3, 5});
 }
 
-TEST_CASE("prune: SIGKILL at random moments of prune leaves every kept snapshot restorable, and "
-          "the next prune finishes the job",
-          "[prune][crash]") {
+TEST_CASE(
+    "prune: SIGKILL at random moments of prune leaves every kept snapshot restorable, and "
+    "the next prune finishes the job",
+    "[prune][crash]") {
   TempDir dir("prune-kill");
   RepoCli pristine(dir);
   Init(pristine);
@@ -225,8 +229,8 @@ TEST_CASE("prune: SIGKILL at random moments of prune leaves every kept snapshot 
                                        {{"WANBACKUP_FAILPOINT", "prune.before-commit"}});
       REQUIRE(killed.exit_code == -1);
     }
-    const RunResult killed = repo.Wb({"prune", "--max-unused", "0"}, "",
-                                     {{"WANBACKUP_FAILPOINT", spec}});
+    const RunResult killed =
+        repo.Wb({"prune", "--max-unused", "0"}, "", {{"WANBACKUP_FAILPOINT", spec}});
     INFO(killed.err);
     CHECK((killed.exit_code == -1 || killed.exit_code == 0));
     kills += killed.exit_code == -1 ? 1 : 0;
@@ -342,9 +346,10 @@ TEST_CASE("locks: a second writer is refused with exit 7 naming the holder, or w
   CHECK(SnapshotIds(repo) == std::set<int64_t>{2});
 }
 
-TEST_CASE("locks: a reader keeps prune and forget out and is named, and a killed holder blocks "
-          "nobody",
-          "[prune][lock]") {
+TEST_CASE(
+    "locks: a reader keeps prune and forget out and is named, and a killed holder blocks "
+    "nobody",
+    "[prune][lock]") {
   TempDir dir("lock-reader");
   RepoCli repo(dir);
   Init(repo);
@@ -354,8 +359,8 @@ TEST_CASE("locks: a reader keeps prune and forget out and is named, and a killed
   REQUIRE(::flock(shared, LOCK_SH) == 0);
   const std::string line =
       "wanbackup pid 777 on readerhost running 'restore' since 2026-01-01T00:00:00Z\n";
-  const int mine = ::open((repo.path() + "/readers/777-1.reader").c_str(),
-                          O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int mine =
+      ::open((repo.path() + "/readers/777-1.reader").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   REQUIRE(::flock(mine, LOCK_EX) == 0);
   REQUIRE(::pwrite(mine, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size()));
   // A stale line of a reader that died.
@@ -378,9 +383,10 @@ TEST_CASE("locks: a reader keeps prune and forget out and is named, and a killed
   repo.Ok({"verify"});
 }
 
-TEST_CASE("locks: snapshot and prune started together: one waits or is refused with 7, and "
-          "nothing is damaged",
-          "[prune][lock]") {
+TEST_CASE(
+    "locks: snapshot and prune started together: one waits or is refused with 7, and "
+    "nothing is damaged",
+    "[prune][lock]") {
   TempDir dir("lock-race");
   RepoCli repo(dir);
   Init(repo);

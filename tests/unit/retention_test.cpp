@@ -1,12 +1,13 @@
 // Retention rules (pipeline/retention.h) and prune's pack choice (pipeline/prune_plan.h): pure
 // functions, checked on made-up snapshots and packs.
-#include <catch2/catch.hpp>
+#include "pipeline/retention.h"
 
 #include <cstdlib>
 #include <set>
 
+#include <catch2/catch.hpp>
+
 #include "pipeline/prune_plan.h"
-#include "pipeline/retention.h"
 
 using wanbackup::catalog::SnapshotInfo;
 using wanbackup::pipeline::ApplyRetention;
@@ -75,7 +76,7 @@ TEST_CASE("retention: keep-daily keeps the newest snapshot of each of the N newe
 
 TEST_CASE("retention: a period without snapshots does not count toward N", "[retention]") {
   UtcZone utc;
-  auto snaps = Snapshots(5, 24);  // one a day
+  auto snaps = Snapshots(5, 24);                  // one a day
   snaps[1].started_unix_ms += 24 * kHourMs * 30;  // snapshot 2 moves a month later: the newest
   RetentionPolicy p;
   p.keep_daily = 2;
