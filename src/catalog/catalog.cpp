@@ -177,6 +177,59 @@ class SqliteCatalog final : public Catalog {
     return set_pack_size_.Run();
   }
 
+  Status DeletePack(int64_t pack_id) override {
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "DELETE FROM packs WHERE id = ?"));
+    s.Bind(1, pack_id);
+    return s.Run();
+  }
+
+  Result<std::vector<ChunkRecord>> ChunksInPack(int64_t pack_id) override {
+    WB_ASSIGN_OR_RETURN(Stmt s,
+                        Stmt::Prepare(db_,
+                                      "SELECT id, digest, pack_id, offset, stored_size, raw_size, "
+                                      "kind FROM chunks WHERE pack_id = ? ORDER BY offset"));
+    s.Bind(1, pack_id);
+    std::vector<ChunkRecord> out;
+    for (;;) {
+      WB_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.push_back(ChunkFromRow(s));
+    }
+  }
+
+  Status MoveChunk(int64_t id, int64_t pack_id, uint64_t offset) override {
+    WB_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_, "UPDATE chunks SET pack_id = ?, offset = ? WHERE id = ?"));
+    s.Bind(1, pack_id).Bind(2, static_cast<int64_t>(offset)).Bind(3, id);
+    return s.Run();
+  }
+
+  Status DeleteChunk(int64_t id) override {
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "DELETE FROM chunks WHERE id = ?"));
+    s.Bind(1, id);
+    return s.Run();
+  }
+
+  Result<int64_t> MaxChunkId() override {
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "SELECT coalesce(max(id), 0) FROM chunks"));
+    WB_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? s.Int(0) : 0;
+  }
+
+  Status DeleteSnapshot(int64_t id) override {
+    WB_ASSIGN_OR_RETURN(Stmt maps,
+                        Stmt::Prepare(db_, "DELETE FROM snapshot_maps WHERE snapshot_id = ?"));
+    maps.Bind(1, id);
+    WB_RETURN_IF_ERROR(maps.Run());
+    WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "DELETE FROM snapshots WHERE id = ?"));
+    s.Bind(1, id);
+    WB_RETURN_IF_ERROR(s.Run());
+    if (sqlite3_changes(db_.get()) != 1) {
+      return Status::NotFound("no snapshot " + std::to_string(id));
+    }
+    return Status::Ok();
+  }
+
   Result<std::vector<PackInfo>> Packs() override {
     WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, "SELECT id, name, size FROM packs ORDER BY id"));
     std::vector<PackInfo> packs;
@@ -238,16 +291,20 @@ class SqliteCatalog final : public Catalog {
   Result<int64_t> BeginSnapshot(const SnapshotInfo& i) override {
     WB_ASSIGN_OR_RETURN(Stmt s,
                         Stmt::Prepare(db_,
-                                      "INSERT INTO snapshots (source, tag, hostname, size_bytes, "
-                                      "block_size, chunk_size, started, status) "
-                                      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running')"));
-    s.Bind(1, i.source)
-        .Bind(2, i.tag)
-        .Bind(3, i.hostname)
-        .Bind(4, static_cast<int64_t>(i.size_bytes))
-        .Bind(5, i.block_size)
-        .Bind(6, i.chunk_size)
-        .Bind(7, i.started_unix_ms);
+                                      "INSERT INTO snapshots (id, source, tag, hostname, "
+                                      "size_bytes, block_size, chunk_size, started, status) "
+                                      "VALUES (1 + max((SELECT coalesce(max(id), 0) FROM "
+                                      "snapshots), (SELECT coalesce(max(CAST(value AS INTEGER)), "
+                                      "0) FROM settings WHERE key = ?)), ?, ?, ?, ?, ?, ?, ?, "
+                                      "'running')"));
+    s.Bind(1, std::string(kSnapshotIdFloor))
+        .Bind(2, i.source)
+        .Bind(3, i.tag)
+        .Bind(4, i.hostname)
+        .Bind(5, static_cast<int64_t>(i.size_bytes))
+        .Bind(6, i.block_size)
+        .Bind(7, i.chunk_size)
+        .Bind(8, i.started_unix_ms);
     WB_RETURN_IF_ERROR(s.Run());
     return sqlite3_last_insert_rowid(db_.get());
   }

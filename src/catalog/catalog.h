@@ -24,9 +24,11 @@ using Digest = std::array<uint8_t, 32>;
 inline constexpr int kSchemaVersion = 2;
 // Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
 inline constexpr uint64_t kMapSegmentChunks = 65536;
+// Setting: the largest snapshot id ever given out (forgotten snapshots included).
+inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
 
 // What a chunks row names (the pack record's kind, pipeline/record.h).
-enum class ChunkKind { kData = 0, kMapSegment = 1, kSnapshotRecord = 2 };
+enum class ChunkKind { kData = 0, kMapSegment = 1, kSnapshotRecord = 2, kForgetRecord = 3 };
 
 struct ChunkRecord {
   int64_t id = 0;
@@ -113,14 +115,26 @@ class Catalog {
   virtual Result<int64_t> AddPackWithSize(const std::string& name, uint64_t size) = 0;
   virtual Status SetPackSize(int64_t pack_id, uint64_t size) = 0;
   virtual Result<std::vector<PackInfo>> Packs() = 0;
+  // For prune: forgets a pack. REQUIRES: no chunks row names it any more.
+  virtual Status DeletePack(int64_t pack_id) = 0;
 
   // Chunks. FindChunk returns the id of a stored chunk with this digest, if any.
   virtual Result<std::optional<int64_t>> FindChunk(const Digest& digest) = 0;
   virtual Result<int64_t> AddChunk(const ChunkRecord& chunk) = 0;
   virtual Result<ChunkRecord> GetChunk(int64_t id) = 0;
+  // Every chunks row, ordered by pack and offset.
   virtual Status ForEachChunk(const std::function<Status(const ChunkRecord&)>& fn) = 0;
+  // The rows of one pack, by offset.
+  virtual Result<std::vector<ChunkRecord>> ChunksInPack(int64_t pack_id) = 0;
+  // For prune: the record now lives at (pack_id, offset), a copy of the one the row named.
+  virtual Status MoveChunk(int64_t id, int64_t pack_id, uint64_t offset) = 0;
+  // For prune: drops a row no snapshot names (its bytes go when its pack does).
+  virtual Status DeleteChunk(int64_t id) = 0;
+  // The largest chunk id in use (0 when none).
+  virtual Result<int64_t> MaxChunkId() = 0;
 
-  // Snapshots.
+  // Snapshots. A new snapshot's id is above every id the repository ever used, forgotten ones
+  // included (the setting kSnapshotIdFloor), so an id names one snapshot for life.
   virtual Result<int64_t> BeginSnapshot(const SnapshotInfo& info) = 0;
   virtual Status PutMapSegment(int64_t snapshot_id, uint64_t first_index,
                                const std::vector<int64_t>& chunk_ids) = 0;
@@ -135,6 +149,8 @@ class Catalog {
   // interrupted; its stored chunks stay and are reused). Returns how many.
   virtual Result<int> AbandonRunningSnapshots() = 0;
   virtual Result<std::vector<SnapshotInfo>> Snapshots(bool include_incomplete) = 0;
+  // For forget: removes the snapshot's row and map (its chunks stay until prune).
+  virtual Status DeleteSnapshot(int64_t id) = 0;
   virtual Result<SnapshotInfo> GetSnapshot(int64_t id) = 0;
   // Calls `fn` for each map segment of the snapshot in index order; ids are chunk ids, 0 for
   // an all-zero chunk. Fails with Corruption when segments are missing or malformed.

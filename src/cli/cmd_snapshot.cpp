@@ -1,5 +1,6 @@
 // wanbackup snapshot SOURCE: read a LUN or device into the repository.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -140,6 +141,16 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
   options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
   WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(opts.checkpoint_bytes));
 
+  // Tests only (docs/testing.md): $WANBACKUP_TEST_SNAPSHOT_TIME, in Unix seconds, is recorded as
+  // the snapshot's start time, so retention can be tested on a faked month of snapshots.
+  if (const char* fake = std::getenv("WANBACKUP_TEST_SNAPSHOT_TIME"); fake != nullptr && *fake) {
+    char* end = nullptr;
+    const long long secs = std::strtoll(fake, &end, 10);
+    if (*end != '\0' || secs <= 0) {
+      return Status::InvalidArgument("$WANBACKUP_TEST_SNAPSHOT_TIME must be Unix seconds");
+    }
+    options.fake_start_unix_ms = static_cast<int64_t>(secs) * 1000;
+  }
   Result<pipeline::SnapshotResult> result = pipeline::TakeSnapshot(*repo, source, options);
   progress.Clear();
   if (!result.ok()) {

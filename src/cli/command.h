@@ -17,10 +17,12 @@ using Runner = std::function<Status()>;
 using RegisterFn = void (*)(CLI::App& app, Runner* runner);
 
 void RegisterCopy(CLI::App& app, Runner* runner);
+void RegisterForget(CLI::App& app, Runner* runner);
 void RegisterInit(CLI::App& app, Runner* runner);
 void RegisterKey(CLI::App& app, Runner* runner);
 void RegisterMigrate(CLI::App& app, Runner* runner);
 void RegisterProbe(CLI::App& app, Runner* runner);
+void RegisterPrune(CLI::App& app, Runner* runner);
 void RegisterRepair(CLI::App& app, Runner* runner);
 void RegisterRestore(CLI::App& app, Runner* runner);
 void RegisterSnapshot(CLI::App& app, Runner* runner);

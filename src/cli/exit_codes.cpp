@@ -41,7 +41,8 @@ std::string ExitStatusHelp() {
          "  4    target unreachable, connection lost, or no answer in time\n"
          "  5    authentication or authorization refused\n"
          "  6    target, LUN, repository, snapshot or file not found\n"
-         "  7    busy or locked by another process\n"
+         "  7    busy: the repository is locked by another command (the message names it:\n"
+         "       pid, host, command, since; --lock-wait waits for it), or the target is busy\n"
          "  130  interrupted (SIGINT/SIGTERM); committed state is intact\n";
 }
 

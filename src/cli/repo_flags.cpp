@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/console.h"
+#include "common/units.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -69,6 +70,16 @@ void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
                    "key file, for repositories made with 'init --key-file' (or "
                    "$WANBACKUP_KEY_FILE)")
       ->group(group);
+  command
+      ->add_option("--lock-wait", flags->lock_wait,
+                   "when another command holds the repository, wait this long for it (e.g. 30s, "
+                   "10m) before giving up with exit status 7")
+      ->capture_default_str()
+      ->group(group);
+  flags->command = command->get_name();
+  if (command->get_parent() != nullptr && command->get_parent()->get_parent() != nullptr) {
+    flags->command = command->get_parent()->get_name() + " " + flags->command;
+  }
 }
 
 Result<std::string> RepoPath(const RepoFlags& flags) {
@@ -102,6 +113,11 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
                                                              pipeline::OpenMode mode,
                                                              pipeline::Credentials* used) {
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
+  pipeline::LockOptions lock;
+  lock.command = flags.command.empty() ? "wanbackup" : flags.command;
+  Result<std::chrono::nanoseconds> wait = ParseDuration(flags.lock_wait, "s");
+  if (!wait.ok()) return wait.status().WithContext("--lock-wait");
+  lock.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   pipeline::Credentials credentials;
   const RepoFlags resolved = WithEnvironment(flags);
@@ -111,7 +127,7 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
                         ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
                                        "Passphrase for " + path + ": ", false));
   }
-  auto repo = pipeline::Repository::Open(path, credentials, mode);
+  auto repo = pipeline::Repository::Open(path, credentials, mode, lock);
   if (repo.ok() && used != nullptr) *used = std::move(credentials);
   if (repo.ok() && mode != pipeline::OpenMode::kRead &&
       config.mode == pipeline::EncryptionMode::kNone) {

@@ -1,6 +1,8 @@
 // Flags every repository command shares, and turning them into an open Repository.
 //
-// Repository: --repo or $WANBACKUP_REPO. Secrets, first found wins: --key-file
+// Repository: --repo or $WANBACKUP_REPO. --lock-wait DURATION: how long to wait for a lock
+// another command holds (repo_lock.h) before giving up with exit 7 naming it; default 0. Secrets,
+// first found wins: --key-file
 // ($WANBACKUP_KEY_FILE) for key-file repositories; for passphrase repositories --password-file
 // ($WANBACKUP_PASSWORD_FILE), then $WANBACKUP_PASSWORD, then a prompt on the terminal (echo off).
 // Without a terminal and none of these, a clear error instead of waiting for input.
@@ -22,6 +24,8 @@ struct RepoFlags {
   std::string repo;
   std::string password_file;
   std::string key_file;
+  std::string lock_wait = "0";  // --lock-wait: how long to wait for another command's lock
+  std::string command;          // the verb, named in the lock's holder line
 };
 
 void AddRepoFlags(CLI::App* command, RepoFlags* flags);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
@@ -18,15 +19,10 @@
 namespace wanbackup::pipeline {
 namespace {
 
-struct PackFile {
-  std::string name;  // 32 hex digits
-  std::string path;
-  int64_t mtime_ns = 0;
-  uint64_t size = 0;
-};
+using PackFile = StoredPack;
 
 struct Location {
-  int fd = -1;
+  const PackReader* pack = nullptr;
   uint64_t offset = 0;
   uint32_t stored_size = 0;
 };
@@ -39,45 +35,6 @@ struct DigestHash {
   }
 };
 
-bool IsPackName(const std::string& file, std::string* name) {
-  constexpr size_t kHex = 32;
-  if (file.size() != kHex + 5 || file.compare(kHex, 5, ".pack") != 0) return false;
-  *name = file.substr(0, kHex);
-  return std::all_of(name->begin(), name->end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-// Every pack file, oldest first (the order records were written, so the first copy of a
-// duplicated chunk is the one an earlier catalog named).
-Result<std::vector<PackFile>> ListPacks(const std::string& packs_dir) {
-  std::vector<PackFile> packs;
-  DIR* top = ::opendir(packs_dir.c_str());
-  if (top == nullptr) return Status::FromErrno(errno, "listing " + packs_dir);
-  while (dirent* sub = ::readdir(top)) {
-    const std::string prefix = sub->d_name;
-    if (prefix.size() != 2) continue;
-    const std::string dir = packs_dir + "/" + prefix;
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) continue;
-    while (dirent* e = ::readdir(d)) {
-      PackFile p;
-      if (!IsPackName(e->d_name, &p.name) || p.name.compare(0, 2, prefix) != 0) continue;
-      p.path = dir + "/" + e->d_name;
-      struct stat st {};
-      if (::stat(p.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      p.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-      p.size = static_cast<uint64_t>(st.st_size);
-      packs.push_back(p);
-    }
-    ::closedir(d);
-  }
-  ::closedir(top);
-  std::sort(packs.begin(), packs.end(), [](const PackFile& a, const PackFile& b) {
-    return std::tie(a.mtime_ns, a.name) < std::tie(b.mtime_ns, b.name);
-  });
-  return packs;
-}
-
 size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
   switch (kind) {
     case RecordKind::kChunk:
@@ -86,6 +43,8 @@ size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
       return kMaxMapSegmentSize;
     case RecordKind::kSnapshot:
       return kMaxSnapshotRecordSize;
+    case RecordKind::kForget:
+      return kMaxForgetRecordSize;
   }
   return 0;
 }
@@ -94,17 +53,13 @@ class Rebuilder {
  public:
   Rebuilder(Repository& repo, const RebuildOptions& options)
       : repo_(repo), options_(options), codec_(repo.keys(), 0) {}
-  ~Rebuilder() {
-    for (int fd : fds_)
-      ::close(fd);
-  }
 
   Result<RebuildReport> Run();
 
  private:
   Status IndexPack(const PackFile& pack);
-  Status IndexRecord(const PackFile& pack, int fd, int64_t pack_id, uint64_t offset,
-                     const RecordHeader& h);
+  Status IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                     uint64_t offset, const RecordHeader& h);
   Status AddSnapshot(int64_t record_id, const SnapshotRecord& r);
   Result<std::vector<Digest>> LoadSegment(const Digest& digest);
 
@@ -113,22 +68,30 @@ class Rebuilder {
   RecordCodec codec_;
   std::unique_ptr<catalog::Catalog> catalog_;
   RebuildReport report_;
-  std::vector<int> fds_;
+  std::vector<std::unique_ptr<PackReader>> readers_;
   std::unordered_map<Digest, Location, DigestHash> segments_;
-  std::map<int64_t, std::pair<int64_t, SnapshotRecord>> snapshots_;  // id -> record row, record
+  struct Sealed {
+    int64_t row = 0;  // the record's chunks row
+    Digest digest{};  // the record's digest (what a forget record names)
+    std::string where;
+    SnapshotRecord record;
+  };
+  std::vector<Sealed> sealed_;                        // in pack order
+  std::unordered_set<Digest, DigestHash> forgotten_;  // forget records' digests
+  int64_t max_id_ = 0;                                // largest snapshot id seen
   std::vector<uint8_t> record_, plain_;
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
 };
 
-Status Rebuilder::IndexRecord(const PackFile& pack, int fd, int64_t pack_id, uint64_t offset,
-                              const RecordHeader& h) {
+Status Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                              uint64_t offset, const RecordHeader& h) {
   const auto where = [&] { return pack.name + " at " + std::to_string(offset); };
   if (h.raw_size > MaxRawSize(h.kind, repo_.config().chunk_size)) {
     ++report_.damaged_records;
     report_.problems.push_back("record in pack " + where() + " claims an impossible size");
     return Status::Ok();
   }
-  WB_ASSIGN_OR_RETURN(RecordHeader read, ReadRecordAt(fd, offset, h.stored_size, &record_));
+  WB_ASSIGN_OR_RETURN(RecordHeader read, ReadRecordAt(reader, offset, h.stored_size, &record_));
   plain_.resize(read.raw_size);
   Status open = codec_.Open(read, record_.data() + kRecordHeaderSize, plain_.data());
   if (!open.ok()) {
@@ -151,7 +114,7 @@ Status Rebuilder::IndexRecord(const PackFile& pack, int fd, int64_t pack_id, uin
   c.raw_size = read.raw_size;
   WB_ASSIGN_OR_RETURN(const int64_t id, catalog_->AddChunk(c));
   if (read.kind == RecordKind::kMapSegment) {
-    segments_[read.digest] = Location{fd, offset, read.stored_size};
+    segments_[read.digest] = Location{&reader, offset, read.stored_size};
   } else if (read.kind == RecordKind::kSnapshot) {
     Result<SnapshotRecord> r = DecodeSnapshotRecord(plain_.data(), plain_.size());
     if (!r.ok()) {
@@ -160,19 +123,33 @@ Status Rebuilder::IndexRecord(const PackFile& pack, int fd, int64_t pack_id, uin
     } else if (r->repository_id != repo_.config().id) {
       report_.problems.push_back("snapshot record in pack " + where() +
                                  " belongs to another repository; left out");
-    } else if (!snapshots_.emplace(r->info.id, std::make_pair(id, *r)).second) {
-      report_.problems.push_back("snapshot " + std::to_string(r->info.id) +
-                                 " is sealed twice; the copy in pack " + where() + " is left out");
+    } else {
+      max_id_ = std::max(max_id_, r->info.id);
+      sealed_.push_back(Sealed{id, read.digest, where(), *r});
+    }
+  } else if (read.kind == RecordKind::kForget) {
+    Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
+    if (!r.ok()) {
+      report_.problems.push_back("forget record in pack " + where() + ": " + r.status().message());
+    } else if (r->repository_id != repo_.config().id) {
+      report_.problems.push_back("forget record in pack " + where() +
+                                 " belongs to another repository; left out");
+    } else {
+      for (const ForgottenSnapshot& f : r->snapshots) {
+        forgotten_.insert(f.record);
+        max_id_ = std::max(max_id_, f.id);
+      }
     }
   }
   return Status::Ok();
 }
 
 Status Rebuilder::IndexPack(const PackFile& pack) {
-  const int fd = ::open(pack.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "opening " + pack.path);
-  fds_.push_back(fd);
-  if (Status s = CheckPackHeader(fd, repo_.config().id, pack.path); !s.ok()) {
+  const std::string path = repo_.packs().Describe(pack.name);
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, repo_.packs().Open(pack.name));
+  readers_.push_back(std::move(opened));
+  const PackReader& reader = *readers_.back();
+  if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
     report_.problems.push_back(s.message() + "; left out");
     bytes_done_ += pack.size;
     return Status::Ok();
@@ -182,10 +159,10 @@ Status Rebuilder::IndexPack(const PackFile& pack) {
   uint64_t offset = kPackHeaderSize;
   while (offset + kRecordHeaderSize <= pack.size) {
     uint8_t bytes[kRecordHeaderSize];
-    WB_RETURN_IF_ERROR(ReadPackBytes(fd, offset, bytes, sizeof bytes));
+    WB_RETURN_IF_ERROR(reader.ReadAt(offset, bytes, sizeof bytes));
     Result<RecordHeader> h = ParseRecordHeader(bytes);
     if (!h.ok() || offset + kRecordHeaderSize + h->stored_size > pack.size) break;
-    WB_RETURN_IF_ERROR(IndexRecord(pack, fd, pack_id, offset, *h));
+    WB_RETURN_IF_ERROR(IndexRecord(pack, reader, pack_id, offset, *h));
     offset += kRecordHeaderSize + h->stored_size;
     if (options_.on_progress) options_.on_progress(bytes_done_ + offset, bytes_total_);
   }
@@ -199,7 +176,7 @@ Result<std::vector<Digest>> Rebuilder::LoadSegment(const Digest& digest) {
   auto it = segments_.find(digest);
   if (it == segments_.end()) return Status::NotFound("a map segment is missing from the packs");
   const Location& l = it->second;
-  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(l.fd, l.offset, l.stored_size, &record_));
+  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*l.pack, l.offset, l.stored_size, &record_));
   plain_.resize(h.raw_size);
   WB_RETURN_IF_ERROR(codec_.Open(h, record_.data() + kRecordHeaderSize, plain_.data()));
   return DecodeMapSegment(plain_.data(), plain_.size());
@@ -252,7 +229,9 @@ Result<RebuildReport> Rebuilder::Run() {
   const std::string built = repo_.CatalogPath() + ".rebuilding";
   for (const char* suffix : {"", "-wal", "-shm"})
     ::unlink((built + suffix).c_str());
-  WB_ASSIGN_OR_RETURN(std::vector<PackFile> packs, ListPacks(repo_.path() + "/packs"));
+  // Oldest first: the order records were written, so the first copy of a duplicated record is
+  // the one an earlier catalog named.
+  WB_ASSIGN_OR_RETURN(std::vector<PackFile> packs, repo_.packs().List());
   for (const PackFile& p : packs)
     bytes_total_ += p.size;
   {
@@ -261,8 +240,23 @@ Result<RebuildReport> Rebuilder::Run() {
     WB_ASSIGN_OR_RETURN(auto txn, catalog_->Begin());
     for (const PackFile& p : packs)
       WB_RETURN_IF_ERROR(IndexPack(p));
-    for (const auto& [id, entry] : snapshots_)
-      WB_RETURN_IF_ERROR(AddSnapshot(entry.first, entry.second));
+    // Forgotten snapshots stay forgotten, whichever pack their record is still in.
+    std::map<int64_t, const Sealed*> by_id;
+    for (const Sealed& s : sealed_) {
+      if (forgotten_.count(s.digest) != 0) {
+        report_.forgotten.push_back(s.record.info.id);
+        continue;
+      }
+      if (!by_id.emplace(s.record.info.id, &s).second) {
+        report_.problems.push_back("snapshot " + std::to_string(s.record.info.id) +
+                                   " is sealed twice; the copy in pack " + s.where +
+                                   " is left out");
+      }
+    }
+    for (const auto& [id, s] : by_id)
+      WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
+    // New snapshots get ids above every id ever used, forgotten ones included.
+    WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
     WB_RETURN_IF_ERROR(txn->Commit());
     WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));
     catalog_.reset();  // closes it: the WAL is folded into the file

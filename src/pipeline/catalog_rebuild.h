@@ -1,7 +1,8 @@
 // Rebuilding catalog.db from the packs alone (`wanbackup repair catalog`): packs are
 // self-describing (every record names its kind, digest and sizes) and hold each complete
 // snapshot's sealed record and map, so chunks, packs, snapshots (same ids, tags, sizes, times)
-// and their maps come back; the job history does not. The new catalog is built beside the old
+// and their maps come back; the job history does not. A snapshot named by a forget record stays
+// forgotten. The new catalog is built beside the old
 // one and swapped in only when complete; the old file is kept (docs/operations.md, "Recovery").
 //
 // Runs on the calling thread. REQUIRES: the repository opened with OpenMode::kRepair.
@@ -24,6 +25,7 @@ struct RebuildReport {
   uint64_t damaged_records = 0;       // failed authentication; left out
   uint64_t torn_bytes = 0;            // pack tails that are not whole records (interrupted writes)
   std::vector<int64_t> snapshots;     // rebuilt, by id
+  std::vector<int64_t> forgotten;     // sealed, but named by a forget record: left out
   std::vector<std::string> problems;  // one line each: what was left out and why
   std::string old_catalog;            // where the replaced catalog was kept ("" if none)
   bool complete() const { return damaged_records == 0 && problems.empty(); }

@@ -49,8 +49,8 @@ class LegacySealer {
   // sealed record must not bless a catalog that was already wrong.
   Result<Digest> CheckedDigest(const catalog::SnapshotInfo& snap, int64_t id) {
     WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, cat_.GetChunk(id));
-    WB_ASSIGN_OR_RETURN(int fd, repo_.PackFd(c.pack_id));
-    Result<RecordHeader> h = ReadRecordHeaderAt(fd, c.offset, c.stored_size);
+    WB_ASSIGN_OR_RETURN(const PackReader* pack, repo_.Pack(c.pack_id));
+    Result<RecordHeader> h = ReadRecordHeaderAt(*pack, c.offset, c.stored_size);
     if (!h.ok() || h->digest != c.digest || h->raw_size != c.raw_size) {
       return Status::Corruption("snapshot " + std::to_string(snap.id) + ": chunk " +
                                 std::to_string(id) +

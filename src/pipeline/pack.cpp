@@ -42,43 +42,68 @@ Status PreadAll(int fd, uint8_t* data, size_t size, uint64_t offset) {
   return Status::Ok();
 }
 
+// A pack in a local file.
+class LocalPackWriter final : public PackWriter {
+ public:
+  LocalPackWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~LocalPackWriter() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  LocalPackWriter(const LocalPackWriter&) = delete;
+  LocalPackWriter& operator=(const LocalPackWriter&) = delete;
+
+  Result<uint64_t> Append(const uint8_t* data, size_t size) override {
+    const uint64_t offset = size_;
+    WB_RETURN_IF_ERROR(WriteAll(fd_, data, size, path_));
+    size_ += size;
+    return offset;
+  }
+  Status Sync() override {
+    if (WB_INJECT_ERROR("pack.fdatasync")) return Status::FromErrno(EIO, "flushing " + path_);
+    if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "flushing " + path_);
+    return Status::Ok();
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  void set_size(uint64_t size) { size_ = size; }
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t size_ = 0;
+};
+
 }  // namespace
+
+Status FdPackReader::ReadAt(uint64_t offset, uint8_t* data, size_t size) const {
+  return PreadAll(fd_, data, size, offset);
+}
+
+Result<uint64_t> FdPackReader::Size() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "reading a pack");
+  return static_cast<uint64_t>(st.st_size);
+}
 
 Result<std::unique_ptr<PackWriter>> PackWriter::Create(const std::string& path,
                                                        const std::string& repository_id) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, "creating pack " + path);
-  std::unique_ptr<PackWriter> w(new PackWriter(fd, path));
+  auto w = std::make_unique<LocalPackWriter>(fd, path);
   uint8_t header[kPackHeaderSize] = {};
   std::memcpy(header, kPackMagic, sizeof kPackMagic);
   if (!FromHex(repository_id, header + 8, 16)) {
     return Status::Internal("bad repository id " + repository_id);
   }
   WB_RETURN_IF_ERROR(WriteAll(fd, header, sizeof header, path));
-  w->size_ = sizeof header;
-  return w;
+  w->set_size(sizeof header);
+  return std::unique_ptr<PackWriter>(std::move(w));
 }
 
-PackWriter::~PackWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Result<uint64_t> PackWriter::Append(const uint8_t* data, size_t size) {
-  const uint64_t offset = size_;
-  WB_RETURN_IF_ERROR(WriteAll(fd_, data, size, path_));
-  size_ += size;
-  return offset;
-}
-
-Status PackWriter::Sync() {
-  if (WB_INJECT_ERROR("pack.fdatasync")) return Status::FromErrno(EIO, "flushing " + path_);
-  if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "flushing " + path_);
-  return Status::Ok();
-}
-
-Status CheckPackHeader(int fd, const std::string& repository_id, const std::string& path) {
+Status CheckPackHeader(const PackReader& pack, const std::string& repository_id,
+                       const std::string& path) {
   uint8_t header[kPackHeaderSize];
-  Status s = PreadAll(fd, header, sizeof header, 0);
+  Status s = pack.ReadAt(0, header, sizeof header);
   if (!s.ok()) return s.WithContext(path);
   uint8_t id[16];
   if (std::memcmp(header, kPackMagic, sizeof kPackMagic) != 0 || !FromHex(repository_id, id, 16) ||
@@ -88,7 +113,7 @@ Status CheckPackHeader(int fd, const std::string& repository_id, const std::stri
   return Status::Ok();
 }
 
-Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
+Result<RecordHeader> ReadRecordAt(const PackReader& pack, uint64_t offset, uint32_t stored_size,
                                   std::vector<uint8_t>* buffer) {
   // The size comes from the catalog or a header and sizes the buffer: no record is larger
   // than kMaxRecordPayload, nor reaches past the end of the file.
@@ -96,14 +121,12 @@ Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
     return Status::Corruption("the catalog's record size (" + std::to_string(stored_size) +
                               ") exceeds any chunk's (" + std::to_string(kMaxRecordPayload) + ")");
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "reading a pack");
-  const auto file_size = static_cast<uint64_t>(st.st_size);
+  WB_ASSIGN_OR_RETURN(const uint64_t file_size, pack.Size());
   if (offset > file_size || kRecordHeaderSize + uint64_t{stored_size} > file_size - offset) {
     return Status::Corruption("the pack ends before the record does");
   }
   buffer->resize(kRecordHeaderSize + stored_size);
-  WB_RETURN_IF_ERROR(PreadAll(fd, buffer->data(), buffer->size(), offset));
+  WB_RETURN_IF_ERROR(pack.ReadAt(offset, buffer->data(), buffer->size()));
   WB_ASSIGN_OR_RETURN(RecordHeader header, ParseRecordHeader(buffer->data()));
   if (header.stored_size != stored_size) {
     return Status::Corruption("the record's size (" + std::to_string(header.stored_size) +
@@ -112,9 +135,10 @@ Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
   return header;
 }
 
-Result<RecordHeader> ReadRecordHeaderAt(int fd, uint64_t offset, uint32_t stored_size) {
+Result<RecordHeader> ReadRecordHeaderAt(const PackReader& pack, uint64_t offset,
+                                        uint32_t stored_size) {
   uint8_t bytes[kRecordHeaderSize];
-  WB_RETURN_IF_ERROR(PreadAll(fd, bytes, sizeof bytes, offset));
+  WB_RETURN_IF_ERROR(pack.ReadAt(offset, bytes, sizeof bytes));
   WB_ASSIGN_OR_RETURN(RecordHeader header, ParseRecordHeader(bytes));
   if (header.stored_size != stored_size) {
     return Status::Corruption("the record's size differs from the catalog's");
@@ -124,6 +148,19 @@ Result<RecordHeader> ReadRecordHeaderAt(int fd, uint64_t offset, uint32_t stored
 
 Status ReadPackBytes(int fd, uint64_t offset, uint8_t* data, size_t size) {
   return PreadAll(fd, data, size, offset);
+}
+
+Status CheckPackHeader(int fd, const std::string& repository_id, const std::string& path) {
+  return CheckPackHeader(FdPackReader(fd), repository_id, path);
+}
+
+Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
+                                  std::vector<uint8_t>* buffer) {
+  return ReadRecordAt(FdPackReader(fd), offset, stored_size, buffer);
+}
+
+Result<RecordHeader> ReadRecordHeaderAt(int fd, uint64_t offset, uint32_t stored_size) {
+  return ReadRecordHeaderAt(FdPackReader(fd), offset, stored_size);
 }
 
 }  // namespace wanbackup::pipeline

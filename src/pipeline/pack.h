@@ -1,7 +1,8 @@
-// Pack files: append-only files of records (record.h) behind a 32-byte header naming the
-// repository (docs/format.md). A pack is never rewritten; after a crash, bytes past the size the
-// catalog recorded are ignored (and later reclaimed). PackWriter: one writer thread.
-// ReadRecordAt: thread-safe (pread).
+// Packs: append-only files of records (record.h) behind a 32-byte header naming the
+// repository (docs/format.md). A pack is never modified once written: prune writes new packs
+// and removes whole old ones. After a crash, bytes past the size the catalog recorded are
+// ignored (and reclaimed by prune). Where packs are kept: pack_store.h. PackWriter: one writer
+// thread. PackReader and ReadRecordAt: thread-safe (positioned reads).
 #pragma once
 
 #include <cstdint>
@@ -21,37 +22,60 @@ inline constexpr size_t kPackHeaderSize = 32;
 inline constexpr uint32_t kMaxChunkSize = 64u << 20;
 inline constexpr uint32_t kMaxRecordPayload = kMaxChunkSize + (1u << 20);
 
+// Appends records to a new pack. Implementations: a local file (below), later an object
+// uploaded whole when sealed. One writer thread.
 class PackWriter {
  public:
-  // Creates a new pack file (mode 0600) and writes its header.
+  // Creates a new local pack file (mode 0600, O_EXCL) and writes its header.
   static Result<std::unique_ptr<PackWriter>> Create(const std::string& path,
                                                     const std::string& repository_id);
-  ~PackWriter();
-  PackWriter(const PackWriter&) = delete;
-  PackWriter& operator=(const PackWriter&) = delete;
+  virtual ~PackWriter() = default;
 
   // Appends whole records; returns the offset of the first byte written.
-  Result<uint64_t> Append(const uint8_t* data, size_t size);
+  virtual Result<uint64_t> Append(const uint8_t* data, size_t size) = 0;
   // Makes everything appended so far durable (fdatasync).
-  Status Sync();
-  uint64_t size() const { return size_; }
-  const std::string& path() const { return path_; }
-
- private:
-  PackWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  int fd_;
-  std::string path_;
-  uint64_t size_ = 0;
+  virtual Status Sync() = 0;
+  virtual uint64_t size() const = 0;
+  // Where the pack is, for messages.
+  virtual const std::string& path() const = 0;
 };
 
-// Checks a pack file's header against the repository id.
-Status CheckPackHeader(int fd, const std::string& repository_id, const std::string& path);
+// Reads byte ranges of a pack. Thread-safe (positioned reads).
+class PackReader {
+ public:
+  virtual ~PackReader() = default;
+  // Reads `size` bytes at `offset` (Corruption when the pack ends first).
+  virtual Status ReadAt(uint64_t offset, uint8_t* data, size_t size) const = 0;
+  virtual Result<uint64_t> Size() const = 0;
+};
 
-// Reads the record at `offset` of pack `fd` into `buffer` (header + payload): `stored_size` is
+// A PackReader over an open file descriptor it does not own.
+class FdPackReader final : public PackReader {
+ public:
+  explicit FdPackReader(int fd) : fd_(fd) {}
+  Status ReadAt(uint64_t offset, uint8_t* data, size_t size) const override;
+  Result<uint64_t> Size() const override;
+
+ private:
+  int fd_;
+};
+
+// Checks a pack's header against the repository id.
+Status CheckPackHeader(const PackReader& pack, const std::string& repository_id,
+                       const std::string& path);
+
+// Reads the record at `offset` of `pack` into `buffer` (header + payload): `stored_size` is
 // what the catalog says; the header must agree. Returns the parsed header.
-Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
+Result<RecordHeader> ReadRecordAt(const PackReader& pack, uint64_t offset, uint32_t stored_size,
                                   std::vector<uint8_t>* buffer);
 // Reads only the header of the record at `offset`; its stored size must be `stored_size`.
+Result<RecordHeader> ReadRecordHeaderAt(const PackReader& pack, uint64_t offset,
+                                        uint32_t stored_size);
+
+// The same over a file descriptor (tests, fuzzers).
+Status CheckPackHeader(int fd, const std::string& repository_id, const std::string& path);
+Result<RecordHeader> ReadRecordAt(int fd, uint64_t offset, uint32_t stored_size,
+                                  std::vector<uint8_t>* buffer);
 Result<RecordHeader> ReadRecordHeaderAt(int fd, uint64_t offset, uint32_t stored_size);
 // Reads `size` bytes at `offset` (Corruption when the file ends first).
 Status ReadPackBytes(int fd, uint64_t offset, uint8_t* data, size_t size);

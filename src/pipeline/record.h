@@ -28,8 +28,9 @@ enum class RecordKind : uint8_t {
   kChunk = 0,       // a chunk of a source
   kMapSegment = 1,  // part of a snapshot's chunk map (snapshot_record.h)
   kSnapshot = 2,    // a snapshot's metadata and the list of its map segments
+  kForget = 3,      // snapshots forgotten: their sealed records no longer count (format 3)
 };
-inline constexpr uint8_t kMaxRecordKind = 2;
+inline constexpr uint8_t kMaxRecordKind = 3;
 
 struct RecordHeader {
   uint8_t flags = 0;

@@ -22,7 +22,6 @@ namespace {
 
 constexpr const char kConfigName[] = "config.json";
 constexpr const char kCatalogName[] = "catalog.db";
-constexpr const char kLockName[] = "lock";
 
 std::string Join(const std::string& a, const std::string& b) {
   return a + "/" + b;
@@ -168,7 +167,7 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
   try {
     const auto j = nlohmann::json::parse(text);
     c.format = j.at("format").get<int>();
-    if (c.format != 1 && c.format != kRepositoryFormat) {
+    if (c.format < 1 || c.format > kRepositoryFormat) {
       return Status::Unsupported(path + ": repository format " + std::to_string(c.format) +
                                  " is not supported by this wanbackup");
     }
@@ -296,6 +295,13 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
 
   if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
   WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
+  // The lock files (repo_lock.h), so that no command ever adds a file to a repository it reads.
+  WB_RETURN_IF_ERROR(MakeDir(Join(path, "readers")));
+  for (const char* name : {"lock", "lock.shared"}) {
+    const int fd = ::open(Join(path, name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::FromErrno(errno, "creating " + Join(path, name));
+    ::close(fd);
+  }
   {
     Repository repo;
     repo.path_ = path;
@@ -323,13 +329,14 @@ Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
 }
 
 Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
-                                                     const Credentials& credentials,
-                                                     OpenMode mode) {
+                                                     const Credentials& credentials, OpenMode mode,
+                                                     const LockOptions& lock) {
   WB_RETURN_IF_ERROR(InitCrypto());
   std::unique_ptr<Repository> repo(new Repository());
   repo->path_ = path;
+  repo->store_ = NewLocalPackStore(Join(path, "packs"));
   WB_ASSIGN_OR_RETURN(repo->config_, ReadConfig(path));
-  if (repo->config_.format < kRepositoryFormat && mode != OpenMode::kMigrate) {
+  if (repo->config_.format < kMinOpenFormat && mode != OpenMode::kMigrate) {
     return Status::Unsupported("repository " + path + " has format " +
                                std::to_string(repo->config_.format) +
                                ", from before sealed snapshot records; upgrade it once with "
@@ -343,7 +350,10 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
     if (repo->config_.format >= 2) WB_RETURN_IF_ERROR(repo->CheckSettings());
   }
   WB_RETURN_IF_ERROR(repo->Unlock(credentials));
-  if (mode != OpenMode::kRead) WB_RETURN_IF_ERROR(repo->Lock());
+  const LockKind kind = mode == OpenMode::kRead    ? LockKind::kShared
+                        : mode == OpenMode::kWrite ? LockKind::kWriter
+                                                   : LockKind::kExclusive;
+  WB_ASSIGN_OR_RETURN(repo->lock_, RepoLock::Acquire(path, kind, lock));
   if (mode == OpenMode::kRepair) return repo;
   WB_RETURN_IF_ERROR(repo->LoadPacks());
   return repo;
@@ -442,11 +452,10 @@ Status Repository::CheckPacksUnencrypted() {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, catalog_->Packs());
   for (const catalog::PackInfo& p : packs) {
     if (p.size < kPackHeaderSize + kRecordHeaderSize) continue;
-    const int fd = ::open(PackPath(p.name).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // a missing pack is verify's to report
+    Result<std::unique_ptr<PackReader>> pack = store_->Open(p.name);
+    if (!pack.ok()) continue;  // a missing pack is verify's to report
     uint8_t header[kRecordHeaderSize];
-    const Status read = ReadPackBytes(fd, kPackHeaderSize, header, sizeof header);
-    ::close(fd);
+    const Status read = (*pack)->ReadAt(kPackHeaderSize, header, sizeof header);
     if (!read.ok()) continue;
     Result<RecordHeader> h = ParseRecordHeader(header);
     if (h.ok() && (h->flags & kRecordEncrypted) != 0) {
@@ -472,7 +481,7 @@ Status Repository::WriteSettings(catalog::Catalog* into) {
 }
 
 Status Repository::UpgradeConfig() {
-  if (lock_fd_ < 0) return Status::Internal("UpgradeConfig needs the writer lock");
+  if (!writer()) return Status::Internal("UpgradeConfig needs the writer lock");
   RepositoryConfig updated = config_;
   updated.format = kRepositoryFormat;
   updated.authentication = Authenticate(updated, *keys_);
@@ -486,7 +495,7 @@ std::string Repository::CatalogPath() const {
 }
 
 Status Repository::InstallCatalog(const std::string& built_path, std::string* kept_as) {
-  if (lock_fd_ < 0) return Status::Internal("InstallCatalog needs the writer lock");
+  if (!writer()) return Status::Internal("InstallCatalog needs the writer lock");
   catalog_.reset();
   const std::string target = CatalogPath();
   kept_as->clear();
@@ -520,76 +529,47 @@ Status Repository::InstallCatalog(const std::string& built_path, std::string* ke
 
 Repository::~Repository() {
   catalog_.reset();
-  for (auto& [id, fd] : pack_fds_)
-    ::close(fd);
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-}
-
-Status Repository::Lock() {
-  const std::string lock_path = Join(path_, kLockName);
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0) return Status::FromErrno(errno, "opening " + lock_path);
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    char holder[256] = {};
-    const ssize_t n = ::pread(lock_fd_, holder, sizeof holder - 1, 0);
-    std::string who = n > 0 ? std::string(holder, static_cast<size_t>(n)) : "another process";
-    while (!who.empty() && who.back() == '\n')
-      who.pop_back();
-    return Status::Busy("repository " + path_ + " is in use by " + who +
-                        "; try again when it has finished");
-  }
-  char host[128] = {};
-  ::gethostname(host, sizeof host - 1);
-  const std::string me = "wanbackup pid " + std::to_string(::getpid()) + " on " + host + " since " +
-                         NowIso8601() + "\n";
-  if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, me.data(), me.size(), 0);
-  return Status::Ok();
+  pack_readers_.clear();
+  lock_.reset();  // releases the locks
 }
 
 std::string Repository::PackPath(const std::string& name) const {
-  return Join(Join(path_, "packs"), name.substr(0, 2)) + "/" + name + ".pack";
+  return store_->Describe(name);
 }
 
 Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
   uint8_t raw[16];
   randombytes_buf(raw, sizeof raw);
   const std::string name = ToHex(raw, sizeof raw);
-  const std::string packs = Join(path_, "packs");
-  const std::string prefix = Join(packs, name.substr(0, 2));
-  WB_RETURN_IF_ERROR(MakeDir(prefix));
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer,
-                      PackWriter::Create(PackPath(name), config_.id));
-  // The pack's name must survive a power loss as surely as its data will (fdatasync covers
-  // only the file): sync both directories before the catalog can ever name it.
-  WB_RETURN_IF_ERROR(SyncDir(prefix));
-  WB_RETURN_IF_ERROR(SyncDir(packs));
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer, store_->Create(name, config_.id));
   WB_ASSIGN_OR_RETURN(*pack_id, catalog_->AddPack(name));
   std::lock_guard<std::mutex> lock(packs_mu_);
   pack_names_[*pack_id] = name;
   return writer;
 }
 
-Result<int> Repository::PackFd(int64_t pack_id) {
+Result<const PackReader*> Repository::Pack(int64_t pack_id) {
   std::lock_guard<std::mutex> lock(packs_mu_);
-  auto it = pack_fds_.find(pack_id);
-  if (it != pack_fds_.end()) return it->second;
+  auto it = pack_readers_.find(pack_id);
+  if (it != pack_readers_.end()) return it->second.get();
   auto name = pack_names_.find(pack_id);
   if (name == pack_names_.end()) {
     return Status::Corruption("pack " + std::to_string(pack_id) + " is not in the catalog");
   }
-  const std::string path = PackPath(name->second);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::Corruption("pack file " + path + " is missing");
-    return Status::FromErrno(errno, "opening " + path);
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, store_->Open(name->second));
+  WB_RETURN_IF_ERROR(CheckPackHeader(*reader, config_.id, store_->Describe(name->second)));
+  const PackReader* raw = reader.get();
+  pack_readers_[pack_id] = std::move(reader);
+  return raw;
+}
+
+Status Repository::RemovePack(int64_t pack_id, const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(packs_mu_);
+    pack_readers_.erase(pack_id);
+    pack_names_.erase(pack_id);
   }
-  Status header = CheckPackHeader(fd, config_.id, path);
-  if (!header.ok()) {
-    ::close(fd);
-    return header;
-  }
-  pack_fds_[pack_id] = fd;
-  return fd;
+  return store_->Remove(name);
 }
 
 Status Repository::LoadPacks() {
@@ -602,7 +582,7 @@ Status Repository::LoadPacks() {
 
 Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials,
                              const std::optional<KdfParams>& kdf) {
-  if (lock_fd_ < 0) return Status::Internal("ChangeKey needs the repository opened for writing");
+  if (!writer()) return Status::Internal("ChangeKey needs the repository opened for writing");
   if (config_.mode == EncryptionMode::kNone || mode == EncryptionMode::kNone) {
     return Status::Unsupported(
         "an unencrypted repository cannot get a key, nor an encrypted one "

@@ -1,10 +1,10 @@
 // Repository: a directory holding config.json (format, chunk size, compression, wrapped key),
 // catalog.db (SQLite), packs/xx/<id>.pack and a lock file (docs/format.md).
 //
-// Opening for writing takes an exclusive lock (flock on `lock`): a second writer is refused with
-// Busy, naming the holder. Readers (restore, verify, listing) take no lock: packs only grow and
-// the catalog is read in WAL mode. Threading: config(), keys() and PackFd() are thread-safe;
-// catalog() belongs to the thread that opened the repository.
+// Opening takes the lock its mode needs (repo_lock.h): readers a shared lock, appending writers
+// the writer lock, writers that remove things (forget, prune, repair, migrate) both exclusively.
+// A holder blocks others up to LockOptions::wait, then Busy names it. Threading: config(), keys()
+// and Pack() are thread-safe; catalog() belongs to the thread that opened the repository.
 #pragma once
 
 #include <memory>
@@ -18,14 +18,20 @@
 #include "common/secret.h"
 #include "pipeline/keys.h"
 #include "pipeline/pack.h"
+#include "pipeline/pack_store.h"
+#include "pipeline/repo_lock.h"
 
 namespace wanbackup::pipeline {
 
 enum class EncryptionMode { kPassphrase, kKeyFile, kNone };
 
-// Format 2: sealed snapshot records in the packs and an authenticated config.json. Format 1
-// repositories open only for `wanbackup migrate`.
-inline constexpr int kRepositoryFormat = 2;
+// Format 2: sealed snapshot records in the packs and an authenticated config.json. Format 3:
+// forget records (RecordKind::kForget) may be in the packs; new repositories get it, and `forget`
+// upgrades a format-2 repository before it writes its first one (a wanbackup that knows only
+// format 2 would resurrect forgotten snapshots in a catalog rebuild). Format 1 repositories open
+// only for `wanbackup migrate`.
+inline constexpr int kRepositoryFormat = 3;
+inline constexpr int kMinOpenFormat = 2;
 
 struct RepositoryConfig {
   int format = kRepositoryFormat;
@@ -53,9 +59,11 @@ struct InitOptions {
   KdfParams kdf = {};       // salt filled in by Init
 };
 
-// kRead: no lock. kWrite: the writer lock. kMigrate: the writer lock, and a format-1 repository
-// is accepted. kRepair: the writer lock, keys unlocked, no catalog opened (it may be damaged).
-enum class OpenMode { kRead, kWrite, kMigrate, kRepair };
+// kRead: a shared lock (readers). kWrite: the writer lock (appending: snapshot, key change).
+// kExclusive: the writer lock and no readers (forget, prune). kMigrate: as kExclusive, and an
+// older format is accepted. kRepair: as kExclusive, keys unlocked, no catalog opened (it may be
+// damaged).
+enum class OpenMode { kRead, kWrite, kExclusive, kMigrate, kRepair };
 
 class Repository {
  public:
@@ -69,7 +77,8 @@ class Repository {
   // NotFound. A config.json or catalog that was altered, or that disagree: Corruption, before
   // anything is written. A damaged or missing catalog: Corruption naming 'repair catalog'.
   static Result<std::unique_ptr<Repository>> Open(const std::string& path,
-                                                  const Credentials& credentials, OpenMode mode);
+                                                  const Credentials& credentials, OpenMode mode,
+                                                  const LockOptions& lock = {});
   ~Repository();
 
   const std::string& path() const { return path_; }
@@ -77,6 +86,8 @@ class Repository {
   const KeySet& keys() const { return *keys_; }
   catalog::Catalog& catalog() { return *catalog_; }
 
+  // Where the packs are (pack_store.h).
+  PackStore& packs() { return *store_; }
   std::string PackPath(const std::string& name) const;
   std::string CatalogPath() const;
   // Replaces catalog.db by the catalog built at `built_path` (repair catalog): the old one and
@@ -89,9 +100,12 @@ class Repository {
   Status UpgradeConfig();
   // A new pack with a random name, registered in the catalog (in the caller's transaction).
   Result<std::unique_ptr<PackWriter>> NewPack(int64_t* pack_id);
-  // An open read descriptor for the pack (cached; thread-safe). Packs the catalog gained after
-  // opening need LoadPacks() first.
-  Result<int> PackFd(int64_t pack_id);
+  // A reader of the pack, its header checked (cached; thread-safe). Packs the catalog gained
+  // after opening need LoadPacks() first.
+  Result<const PackReader*> Pack(int64_t pack_id);
+  // Removes a whole pack from the store (prune). REQUIRES: the catalog no longer names it, and
+  // that is committed.
+  Status RemovePack(int64_t pack_id, const std::string& name);
   // (Re)reads the pack table from the catalog. Call on the catalog's thread.
   Status LoadPacks();
 
@@ -104,7 +118,7 @@ class Repository {
 
  private:
   Repository() = default;
-  Status Lock();
+  bool writer() const { return lock_ && lock_->kind() != LockKind::kShared; }
   Status Unlock(const Credentials& credentials);
   Status OpenCatalog();
   Status CheckSettings();
@@ -115,10 +129,11 @@ class Repository {
   std::unique_ptr<KeySet> keys_;
   SecureKey master_;  // locked memory, wiped when freed; needed to re-wrap it for new credentials
   std::unique_ptr<catalog::Catalog> catalog_;
-  int lock_fd_ = -1;
+  std::unique_ptr<RepoLock> lock_;
   std::mutex packs_mu_;
-  std::unordered_map<int64_t, int> pack_fds_;            // GUARDED_BY(packs_mu_)
-  std::unordered_map<int64_t, std::string> pack_names_;  // GUARDED_BY(packs_mu_)
+  std::unique_ptr<PackStore> store_;
+  std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)
+  std::unordered_map<int64_t, std::string> pack_names_;                    // GUARDED_BY(packs_mu_)
 };
 
 // "passphrase", "keyfile", "none".

@@ -43,9 +43,9 @@ Result<std::vector<uint8_t>> LoadRecord(Repository& repo, RecordCodec& codec,
     return Status::Corruption("record " + std::to_string(c.id) + " claims " +
                               std::to_string(c.raw_size) + " bytes, more than such a record holds");
   }
-  WB_ASSIGN_OR_RETURN(int fd, repo.PackFd(c.pack_id));
+  WB_ASSIGN_OR_RETURN(const PackReader* pack, repo.Pack(c.pack_id));
   std::vector<uint8_t> record;
-  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(fd, c.offset, c.stored_size, &record));
+  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*pack, c.offset, c.stored_size, &record));
   if (h.digest != c.digest || h.raw_size != c.raw_size || h.kind != kind) {
     return Status::Corruption("the record in the pack is not the one the catalog names");
   }
@@ -139,8 +139,8 @@ Status CheckSnapshotAgainstRecord(Repository& repo, const catalog::SnapshotInfo&
                 Tampered(row.id, "chunk " + std::to_string(index) + " names other data"));
           }
           if (check_records) {
-            WB_ASSIGN_OR_RETURN(int fd, repo.PackFd(c.pack_id));
-            Result<RecordHeader> h = ReadRecordHeaderAt(fd, c.offset, c.stored_size);
+            WB_ASSIGN_OR_RETURN(const PackReader* pack, repo.Pack(c.pack_id));
+            Result<RecordHeader> h = ReadRecordHeaderAt(*pack, c.offset, c.stored_size);
             if (!h.ok() || h->digest != c.digest || h->raw_size != c.raw_size) {
               return Status::Corruption(
                   Tampered(row.id, "chunk " + std::to_string(index) +

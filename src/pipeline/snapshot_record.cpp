@@ -10,6 +10,7 @@ namespace {
 constexpr char kSegmentMagic[4] = {'W', 'B', 'M', 'S'};
 constexpr uint8_t kSegmentVersion = 1;
 constexpr int kSnapshotRecordVersion = 1;
+constexpr int kForgetRecordVersion = 1;
 
 void PutU32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -137,6 +138,48 @@ Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
                               " map segments for " + std::to_string(i.chunk_count()) + " chunks");
   }
   i.status = catalog::SnapshotStatus::kComplete;
+  return r;
+}
+
+std::string EncodeForgetRecord(const ForgetRecord& r) {
+  nlohmann::json snapshots = nlohmann::json::array();
+  for (const ForgottenSnapshot& f : r.snapshots)
+    snapshots.push_back({{"id", f.id}, {"record", ToHex(f.record.data(), f.record.size())}});
+  const nlohmann::json j = {{"version", kForgetRecordVersion},
+                            {"repository_id", r.repository_id},
+                            {"forgotten_unix_ms", r.forgotten_unix_ms},
+                            {"snapshots", snapshots}};
+  return j.dump();
+}
+
+Result<ForgetRecord> DecodeForgetRecord(const uint8_t* data, size_t size) {
+  if (size > kMaxForgetRecordSize) return Status::Corruption("a forget record is too large");
+  ForgetRecord r;
+  try {
+    const auto j = nlohmann::json::parse(data, data + size);
+    const int version = j.at("version").get<int>();
+    if (version != kForgetRecordVersion) {
+      return Status::Unsupported("forget record version " + std::to_string(version) +
+                                 " is unknown");
+    }
+    r.repository_id = j.at("repository_id").get<std::string>();
+    r.forgotten_unix_ms = j.at("forgotten_unix_ms").get<int64_t>();
+    const auto& snapshots = j.at("snapshots");
+    if (!snapshots.is_array() || snapshots.empty()) {
+      return Status::Corruption("a forget record names no snapshot");
+    }
+    for (const auto& s : snapshots) {
+      ForgottenSnapshot f;
+      f.id = s.at("id").get<int64_t>();
+      if (f.id <= 0 ||
+          !FromHex(s.at("record").get<std::string>(), f.record.data(), f.record.size())) {
+        return Status::Corruption("a forget record names a malformed snapshot");
+      }
+      r.snapshots.push_back(f);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("a forget record is malformed: ") + e.what());
+  }
   return r;
 }
 

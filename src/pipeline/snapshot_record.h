@@ -48,6 +48,23 @@ std::string EncodeSnapshotRecord(const SnapshotRecord& record);
 // Checks shape and consistency (segment count matches the size and chunk size).
 Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size);
 
+// A forget record (RecordKind::kForget): the snapshots `wanbackup forget` removed, each named by
+// its id and the digest of its sealed snapshot record, so that a catalog rebuild leaves them out
+// even while their records still sit in packs that prune has not rewritten yet. JSON:
+// {"version": 1, "repository_id", "forgotten_unix_ms", "snapshots": [{"id", "record"}]}.
+struct ForgottenSnapshot {
+  int64_t id = 0;
+  Digest record{};  // digest of the snapshot's sealed record
+};
+struct ForgetRecord {
+  std::string repository_id;
+  int64_t forgotten_unix_ms = 0;
+  std::vector<ForgottenSnapshot> snapshots;
+};
+inline constexpr size_t kMaxForgetRecordSize = 16u << 20;
+std::string EncodeForgetRecord(const ForgetRecord& record);
+Result<ForgetRecord> DecodeForgetRecord(const uint8_t* data, size_t size);
+
 // How many sealed segments a snapshot of `size_bytes` at `chunk_size` has.
 uint64_t SealedSegmentCount(uint64_t size_bytes, uint32_t chunk_size);
 

@@ -131,6 +131,7 @@ class Snapshotter {
 
   // Coordinator state.
   catalog::SnapshotInfo info_;
+  int64_t clock_offset_ms_ = 0;  // fake_start_unix_ms minus the real start
   std::unique_ptr<catalog::Catalog::Transaction> txn_;
   std::unique_ptr<SnapshotSealer> sealer_;
   std::unique_ptr<PackWriter> pack_;
@@ -441,7 +442,9 @@ Status Snapshotter::BeginSnapshotRow(SnapshotResult* result) {
   info_.size_bytes = size_;
   info_.block_size = source_.geometry().block_size;
   info_.chunk_size = static_cast<uint32_t>(chunk_size_);
-  info_.started_unix_ms = UnixMs();
+  info_.started_unix_ms =
+      options_.fake_start_unix_ms != 0 ? options_.fake_start_unix_ms : UnixMs();
+  clock_offset_ms_ = info_.started_unix_ms - UnixMs();
   WB_ASSIGN_OR_RETURN(info_.id, catalog_.BeginSnapshot(info_));
   return txn->Commit();
 }
@@ -506,7 +509,7 @@ Result<SnapshotResult> Snapshotter::Run() {
   }
   // The sealed snapshot record goes into the pack with everything it names, and the same
   // fsync makes it durable before the catalog's final commit (docs/durability.md).
-  info_.finished_unix_ms = UnixMs();
+  info_.finished_unix_ms = UnixMs() + clock_offset_ms_;
   info_.status = catalog::SnapshotStatus::kComplete;
   const uint64_t bytes_stored = info_.bytes_stored;
   WB_ASSIGN_OR_RETURN(const int64_t record_id, sealer_->Finish(repo_.config().id, info_));

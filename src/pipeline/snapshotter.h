@@ -47,6 +47,9 @@ struct SnapshotOptions {
   std::chrono::milliseconds commit_interval{10000};  // ... or this often (time)
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const SnapshotProgress&)> on_progress;  // called on the calling thread
+  // Tests only: the snapshot's start time instead of the clock's (its finish time keeps the real
+  // duration). Retention tests use it to fake a month of snapshots in seconds.
+  int64_t fake_start_unix_ms = 0;
 };
 
 struct SnapshotResult {

@@ -20,8 +20,8 @@ constexpr std::chrono::milliseconds kProgressInterval{200};
 
 Status CheckChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
                   std::vector<uint8_t>* record, std::vector<uint8_t>* chunk) {
-  WB_ASSIGN_OR_RETURN(int fd, repo.PackFd(c.pack_id));
-  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(fd, c.offset, c.stored_size, record));
+  WB_ASSIGN_OR_RETURN(const PackReader* pack, repo.Pack(c.pack_id));
+  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*pack, c.offset, c.stored_size, record));
   if (h.digest != c.digest || h.raw_size != c.raw_size) {
     return Status::Corruption("the record in the pack is not the chunk the catalog names");
   }

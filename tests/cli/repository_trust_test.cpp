@@ -262,7 +262,7 @@ TEST_CASE("trust: a format-1 repository is refused naming migrate, and migrate s
 
   RunResult migrated = repo.Ok({"migrate"});
   CHECK(migrated.err.find("sealed 3 snapshot(s)") != std::string::npos);
-  CHECK(nlohmann::json::parse(std::ifstream(config))["format"] == 2);
+  CHECK(nlohmann::json::parse(std::ifstream(config))["format"] == 3);
   repo.Ok({"verify"});
   repo.Ok({"restore", "3", "--to", dir / "r3.img"});
   CHECK(SameFile(dir / "r3.img", dir / "a3.img"));

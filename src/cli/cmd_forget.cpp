@@ -1,0 +1,272 @@
+// wanbackup forget: remove snapshots by a retention policy or by id (their data goes with the
+// next prune).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/repo_flags.h"
+#include "pipeline/forget.h"
+#include "pipeline/retention.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct ForgetCommandOptions {
+  std::vector<std::string> ids;
+  pipeline::RetentionPolicy policy;
+  std::string keep_within;
+  std::string source;
+  bool allow_empty_source = false;
+  bool dry_run = false;
+  bool json = false;
+  RepoFlags repo;
+};
+
+std::string LocalTime(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string JoinIds(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (int64_t id : ids)
+    s += (s.empty() ? "" : ", ") + std::to_string(id);
+  return s;
+}
+
+// Everything that can be said about the command line before the repository is opened.
+Status CheckArguments(ForgetCommandOptions* opts) {
+  if (!opts->keep_within.empty()) {
+    WB_ASSIGN_OR_RETURN(opts->policy.keep_within,
+                        pipeline::ParseRetentionDuration(opts->keep_within));
+  }
+  const bool by_policy = !opts->policy.empty();
+  if (by_policy && !opts->ids.empty()) {
+    return Status::InvalidArgument(
+        "give snapshot ids or --keep-* rules, not both; nothing was forgotten");
+  }
+  if (!by_policy && opts->ids.empty()) {
+    return Status::InvalidArgument(
+        "no snapshot and no --keep-* rule given: say what to keep (e.g. --keep-last 7 "
+        "--keep-daily 14) or which snapshots to forget; nothing was forgotten");
+  }
+  if (!opts->ids.empty() && !opts->source.empty()) {
+    return Status::InvalidArgument(
+        "--source selects snapshots for the --keep-* rules; with "
+        "snapshot ids it has no meaning");
+  }
+  for (const std::string& id : opts->ids) {
+    char* end = nullptr;
+    const long long n = std::strtoll(id.c_str(), &end, 10);
+    if (id.empty() || *end != '\0' || n <= 0) {
+      return Status::InvalidArgument("'" + id +
+                                     "' is not a snapshot number; nothing was forgotten");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunForget(ForgetCommandOptions opts) {
+  WB_RETURN_IF_ERROR(CheckArguments(&opts));
+  // A dry run only reads; a real one must be alone with the repository.
+  WB_ASSIGN_OR_RETURN(auto repo,
+                      OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
+                                                             : pipeline::OpenMode::kExclusive));
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo->catalog().Snapshots(false));
+  std::map<std::string, std::vector<catalog::SnapshotInfo>> by_source;
+  for (const catalog::SnapshotInfo& s : all)
+    by_source[s.source].push_back(s);
+
+  // What to forget, per source.
+  std::map<std::string, std::vector<pipeline::RetentionDecision>> decisions;
+  std::vector<catalog::SnapshotInfo> forget;
+  if (!opts.ids.empty()) {
+    std::set<int64_t> wanted;
+    for (const std::string& id : opts.ids)
+      wanted.insert(std::strtoll(id.c_str(), nullptr, 10));
+    for (int64_t id : wanted) {
+      Result<catalog::SnapshotInfo> s = repo->catalog().GetSnapshot(id);
+      if (!s.ok() || s->status != catalog::SnapshotStatus::kComplete) {
+        return Status::NotFound("no snapshot " + std::to_string(id) +
+                                " (see 'wanbackup snapshots'); nothing was forgotten");
+      }
+    }
+    for (auto& [source, list] : by_source) {
+      const bool touched = std::any_of(list.begin(), list.end(),
+                                       [&](const auto& s) { return wanted.count(s.id) != 0; });
+      if (!touched) continue;
+      for (const catalog::SnapshotInfo& s : list) {
+        const bool drop = wanted.count(s.id) != 0;
+        decisions[source].push_back(
+            {s, !drop, drop ? std::vector<std::string>{} : std::vector<std::string>{"not named"}});
+        if (drop) forget.push_back(s);
+      }
+    }
+  } else {
+    if (!opts.source.empty() && by_source.count(opts.source) == 0) {
+      return Status::NotFound("no snapshots of source '" + opts.source +
+                              "' (see 'wanbackup snapshots'); nothing was forgotten");
+    }
+    for (auto& [source, list] : by_source) {
+      if (!opts.source.empty() && source != opts.source) continue;
+      decisions[source] = pipeline::ApplyRetention(list, opts.policy);
+      for (const pipeline::RetentionDecision& d : decisions[source]) {
+        if (!d.keep) forget.push_back(d.snapshot);
+      }
+    }
+  }
+  // Never the last snapshot of a source, unless asked in so many words.
+  for (const auto& [source, list] : decisions) {
+    const bool keeps_one =
+        std::any_of(list.begin(), list.end(), [](const auto& d) { return d.keep; });
+    if (!keeps_one && !list.empty() && !opts.allow_empty_source) {
+      return Status::InvalidArgument(
+          "this would forget every snapshot of " + source + " (the newest is " +
+          std::to_string(list.front().snapshot.id) +
+          "); keep one, or give --allow-empty-source; nothing was forgotten");
+    }
+  }
+
+  std::vector<int64_t> forgotten;
+  for (const catalog::SnapshotInfo& s : forget)
+    forgotten.push_back(s.id);
+  std::sort(forgotten.begin(), forgotten.end());
+  bool upgraded = false;
+  if (!opts.dry_run && !forget.empty()) {
+    WB_ASSIGN_OR_RETURN(pipeline::ForgetOutcome outcome, pipeline::ForgetSnapshots(*repo, forget));
+    upgraded = outcome.upgraded_format;
+  }
+
+  if (opts.json) {
+    nlohmann::json sources = nlohmann::json::array();
+    for (const auto& [source, list] : decisions) {
+      nlohmann::json keep = nlohmann::json::array(), drop = nlohmann::json::array();
+      for (const pipeline::RetentionDecision& d : list) {
+        nlohmann::json e = {{"id", d.snapshot.id},
+                            {"started_unix_ms", d.snapshot.started_unix_ms},
+                            {"tag", d.snapshot.tag}};
+        if (d.keep) {
+          e["reasons"] = d.reasons;
+          keep.push_back(e);
+        } else {
+          drop.push_back(e);
+        }
+      }
+      sources.push_back({{"source", source}, {"keep", keep}, {"forget", drop}});
+    }
+    nlohmann::json j = {{"dry_run", opts.dry_run},
+                        {"forgotten", forgotten},
+                        {"sources", sources},
+                        {"upgraded_format", upgraded}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return Status::Ok();
+  }
+  for (const auto& [source, list] : decisions) {
+    size_t kept = 0;
+    for (const auto& d : list)
+      kept += d.keep ? 1 : 0;
+    std::printf("%s: keep %zu, forget %zu\n", source.c_str(), kept, list.size() - kept);
+    for (const pipeline::RetentionDecision& d : list) {
+      std::string why;
+      for (const std::string& r : d.reasons)
+        why += (why.empty() ? "" : ", ") + r;
+      std::printf("  %-6s %5lld  %s  %-8s %s\n", d.keep ? "keep" : "forget",
+                  static_cast<long long>(d.snapshot.id),
+                  LocalTime(d.snapshot.started_unix_ms).c_str(),
+                  d.snapshot.tag.empty() ? "-" : d.snapshot.tag.c_str(), why.c_str());
+    }
+  }
+  if (forgotten.empty()) {
+    PrintInfo("nothing to forget");
+  } else if (opts.dry_run) {
+    PrintInfo("would forget " + std::to_string(forgotten.size()) +
+              " snapshot(s): " + JoinIds(forgotten) + " (dry run: nothing was changed)");
+  } else {
+    if (upgraded) PrintInfo("upgraded the repository to format 3 (forget records)");
+    PrintInfo("forgot " + std::to_string(forgotten.size()) + " snapshot(s): " + JoinIds(forgotten) +
+              "; 'wanbackup prune' frees their space");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterForget(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<ForgetCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "forget", "Remove snapshots by a retention policy (--keep-*) or by number");
+  cmd->add_option("snapshot", opts->ids, "snapshot numbers to forget (instead of --keep-* rules)");
+  const char* rules = "Retention (per source; a snapshot any rule keeps is kept)";
+  cmd->add_option("--keep-last", opts->policy.keep_last, "keep the N newest snapshots")
+      ->check(CLI::PositiveNumber)
+      ->group(rules);
+  cmd->add_option("--keep-hourly", opts->policy.keep_hourly,
+                  "keep the newest snapshot of each of the N newest hours that have one")
+      ->check(CLI::PositiveNumber)
+      ->group(rules);
+  cmd->add_option("--keep-daily", opts->policy.keep_daily,
+                  "keep the newest snapshot of each of the N newest days that have one")
+      ->check(CLI::PositiveNumber)
+      ->group(rules);
+  cmd->add_option("--keep-weekly", opts->policy.keep_weekly,
+                  "... of each of the N newest weeks (ISO weeks, Monday to Sunday)")
+      ->check(CLI::PositiveNumber)
+      ->group(rules);
+  cmd->add_option("--keep-monthly", opts->policy.keep_monthly,
+                  "... of each of the N newest calendar months")
+      ->check(CLI::PositiveNumber)
+      ->group(rules);
+  cmd->add_option("--keep-yearly", opts->policy.keep_yearly,
+                  "... of each of the N newest calendar years")
+      ->check(CLI::PositiveNumber)
+      ->group(rules);
+  cmd->add_option("--keep-within", opts->keep_within,
+                  "keep every snapshot taken within DURATION of the source's newest one "
+                  "(e.g. 36h, 7d, 2w, 1y6m; m = 30 days, y = 365)")
+      ->group(rules);
+  cmd->add_option("--keep-tag", opts->policy.keep_tags,
+                  "keep every snapshot with this tag (repeatable)")
+      ->group(rules);
+  cmd->add_option("--source", opts->source,
+                  "apply the rules to this source only (as 'wanbackup snapshots' names it)");
+  cmd->add_flag("--allow-empty-source", opts->allow_empty_source,
+                "allow forgetting every snapshot of a source (refused otherwise)");
+  cmd->add_flag("-n,--dry-run", opts->dry_run,
+                "print what would be kept and forgotten; change "
+                "nothing");
+  cmd->add_flag("--json", opts->json, "print the decisions as JSON");
+  AddRepoFlags(cmd, &opts->repo);
+  cmd->footer(
+      "\nRULES: the snapshots of each source are taken newest first, by start time. --keep-last\n"
+      "keeps the N newest. --keep-hourly/daily/weekly/monthly/yearly keep, for each of the N\n"
+      "newest periods that have a snapshot, the newest snapshot in it (periods in local\n"
+      "time). --keep-within keeps all taken within DURATION of the newest. --keep-tag keeps\n"
+      "all with the tag. A snapshot is kept if any rule keeps it; the rest are forgotten.\n"
+      "Example: 30 nightly snapshots with --keep-last 3 --keep-daily 7 keep the 7 newest\n"
+      "nights. A forget that would leave a source with no snapshot is refused unless\n"
+      "--allow-empty-source is given.\n"
+      "\nForgetting removes snapshots from the catalog and seals a forget record in the\n"
+      "repository (so 'repair catalog' does not bring them back); it frees no space:\n"
+      "'wanbackup prune' does. Takes the repository alone (waits for readers and writers\n"
+      "up to --lock-wait). Snapshot numbers are never reused.\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup forget --repo /backup/db --keep-last 7 --keep-daily 14 --keep-monthly 12\n"
+      "  wanbackup forget --repo /backup/db --keep-within 30d --source /dev/vg0/db --dry-run\n"
+      "  wanbackup forget --repo /backup/db 12 15 && wanbackup prune --repo /backup/db");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunForget(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

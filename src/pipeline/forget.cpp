@@ -1,0 +1,78 @@
+#include "pipeline/forget.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "common/failpoint.h"
+#include "pipeline/record.h"
+#include "pipeline/snapshot_record.h"
+
+namespace wanbackup::pipeline {
+
+Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
+                                      const std::vector<catalog::SnapshotInfo>& snapshots) {
+  ForgetOutcome outcome;
+  if (snapshots.empty()) return outcome;
+  catalog::Catalog& cat = repo.catalog();
+  ForgetRecord record;
+  record.repository_id = repo.config().id;
+  record.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+  int64_t max_id = 0;
+  for (const catalog::SnapshotInfo& s : snapshots) {
+    if (s.record_id == 0) {
+      return Status::Corruption("snapshot " + std::to_string(s.id) +
+                                " has no sealed record; run 'wanbackup verify'");
+    }
+    WB_ASSIGN_OR_RETURN(catalog::ChunkRecord sealed, cat.GetChunk(s.record_id));
+    if (sealed.kind != catalog::ChunkKind::kSnapshotRecord) {
+      return Status::Corruption("snapshot " + std::to_string(s.id) +
+                                ": its record row is not a snapshot record; run 'wanbackup "
+                                "verify'");
+    }
+    record.snapshots.push_back(ForgottenSnapshot{s.id, sealed.digest});
+    max_id = std::max(max_id, s.id);
+  }
+  // Before the first record of a kind a format-2 wanbackup does not know.
+  if (repo.config().format < kRepositoryFormat) {
+    WB_RETURN_IF_ERROR(repo.UpgradeConfig());
+    outcome.upgraded_format = true;
+  }
+
+  const std::string plain = EncodeForgetRecord(record);
+  RecordCodec codec(repo.keys(), repo.config().zstd_level);
+  std::vector<uint8_t> sealed;
+  const Digest digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()),
+                                        plain.size(), RecordKind::kForget, &sealed);
+  WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
+  int64_t pack_id = 0;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo.NewPack(&pack_id));
+  WB_ASSIGN_OR_RETURN(const uint64_t offset, pack->Append(sealed.data(), sealed.size()));
+  // The record is durable before the catalog forgets anything (docs/durability.md).
+  WB_RETURN_IF_ERROR(pack->Sync());
+  WB_RETURN_IF_ERROR(cat.SetPackSize(pack_id, pack->size()));
+  catalog::ChunkRecord row;
+  row.kind = catalog::ChunkKind::kForgetRecord;
+  row.digest = digest;
+  row.pack_id = pack_id;
+  row.offset = offset;
+  row.stored_size = static_cast<uint32_t>(sealed.size() - kRecordHeaderSize);
+  row.raw_size = static_cast<uint32_t>(plain.size());
+  WB_ASSIGN_OR_RETURN(outcome.record_id, cat.AddChunk(row));
+  for (const catalog::SnapshotInfo& s : snapshots)
+    WB_RETURN_IF_ERROR(cat.DeleteSnapshot(s.id));
+  // Ids are never given out again, even after the newest snapshot was forgotten.
+  WB_ASSIGN_OR_RETURN(const std::string floor, cat.GetSetting(catalog::kSnapshotIdFloor));
+  const int64_t old_floor = std::strtoll(floor.c_str(), nullptr, 10);
+  WB_RETURN_IF_ERROR(
+      cat.PutSetting(catalog::kSnapshotIdFloor, std::to_string(std::max(old_floor, max_id))));
+  WB_FAILPOINT("forget.before-commit");
+  WB_RETURN_IF_ERROR(txn->Commit());
+  WB_FAILPOINT("forget.after-commit");
+  return outcome;
+}
+
+}  // namespace wanbackup::pipeline

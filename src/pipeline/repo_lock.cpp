@@ -1,0 +1,186 @@
+#include "pipeline/repo_lock.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "common/cancel.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char kWriterLock[] = "lock";
+constexpr const char kSharedLock[] = "lock.shared";
+constexpr const char kReadersDir[] = "readers";
+constexpr auto kRetry = std::chrono::milliseconds(100);
+
+std::string NowIso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string ReadLine(int fd) {
+  char buf[512] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string s = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0'))
+    s.pop_back();
+  return s;
+}
+
+void WriteLine(int fd, const std::string& line) {
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, line.data(), line.size(), 0);
+}
+
+// Opens (creating, 0600) a lock file; read-only where it cannot be created or written.
+int OpenLockFile(const std::string& path, bool* read_only) {
+  *read_only = false;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  const int err = errno;
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    *read_only = true;
+    return fd;
+  }
+  errno = err;
+  return -1;
+}
+
+// The readers still holding their line in REPO/readers/; stale lines are removed.
+std::string LiveReaders(const std::string& dir) {
+  std::string who;
+  int count = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return who;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      ::unlink(path.c_str());  // its reader is gone
+    } else if (++count <= 3) {
+      who += (who.empty() ? "" : "; ") + ReadLine(fd);
+    }
+    ::close(fd);
+  }
+  if (count > 3) who += "; and " + std::to_string(count - 3) + " more";
+  return who;
+}
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gs", static_cast<double>(ms.count()) / 1000.0);
+  return buf;
+}
+
+}  // namespace
+
+std::string HolderLine(const std::string& command) {
+  char host[128] = {};
+  ::gethostname(host, sizeof host - 1);
+  return "wanbackup pid " + std::to_string(::getpid()) + " on " + host + " running '" + command +
+         "' since " + NowIso8601() + "\n";
+}
+
+Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo, LockKind kind,
+                                                    const LockOptions& options) {
+  std::unique_ptr<RepoLock> lock(new RepoLock());
+  lock->kind_ = kind;
+  const auto deadline = Clock::now() + options.wait;
+  // Tries flock(fd, op) until the deadline; `holder` says who is in the way.
+  auto take = [&](int fd, int op, const std::function<std::string()>& holder) -> Status {
+    for (;;) {
+      if (::flock(fd, op | LOCK_NB) == 0) return Status::Ok();
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        return Status::FromErrno(errno, "locking repository " + repo);
+      }
+      if (CancellationRequested()) return Status::Cancelled("interrupted waiting for the lock");
+      if (Clock::now() >= deadline) {
+        std::string who = holder();
+        if (who.empty()) who = "another wanbackup process";
+        return Status::Busy("repository " + repo + " is in use by " + who + "; gave up after " +
+                            Seconds(options.wait) + " (--lock-wait)");
+      }
+      std::this_thread::sleep_for(kRetry);
+    }
+  };
+  const std::string writer_path = repo + "/" + kWriterLock;
+  const std::string shared_path = repo + "/" + kSharedLock;
+  auto writer_holder = [&] {
+    const int fd = ::open(writer_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::string();
+    std::string s = ReadLine(fd);
+    ::close(fd);
+    return s;
+  };
+  bool read_only = false;
+  if (kind == LockKind::kShared) {
+    lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
+    if (lock->shared_fd_ < 0) {
+      if (errno == EROFS || errno == EACCES || errno == ENOENT) return lock;  // nobody writes
+      return Status::FromErrno(errno, "opening " + shared_path);
+    }
+    // Only an exclusive writer holds it exclusively, and it holds REPO/lock too.
+    WB_RETURN_IF_ERROR(take(lock->shared_fd_, LOCK_SH, writer_holder));
+    const std::string dir = repo + "/" + kReadersDir;
+    if (!read_only && (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST)) {
+      static int serial = 0;
+      lock->reader_path_ =
+          dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
+      lock->reader_fd_ = ::open(lock->reader_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (lock->reader_fd_ >= 0 && ::flock(lock->reader_fd_, LOCK_EX | LOCK_NB) == 0) {
+        WriteLine(lock->reader_fd_, HolderLine(options.command));
+      } else if (lock->reader_fd_ >= 0) {
+        ::close(lock->reader_fd_);
+        lock->reader_fd_ = -1;
+      }
+    }
+    return lock;
+  }
+  lock->writer_fd_ = OpenLockFile(writer_path, &read_only);
+  if (lock->writer_fd_ < 0) return Status::FromErrno(errno, "opening " + writer_path);
+  WB_RETURN_IF_ERROR(take(lock->writer_fd_, LOCK_EX, writer_holder));
+  if (!read_only) WriteLine(lock->writer_fd_, HolderLine(options.command));
+  if (kind == LockKind::kExclusive) {
+    lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
+    if (lock->shared_fd_ < 0) return Status::FromErrno(errno, "opening " + shared_path);
+    const std::string readers = repo + "/" + kReadersDir;
+    WB_RETURN_IF_ERROR(take(lock->shared_fd_, LOCK_EX, [&] {
+      const std::string who = LiveReaders(readers);
+      return who.empty() ? std::string("a reader") : who;
+    }));
+  }
+  return lock;
+}
+
+RepoLock::~RepoLock() {
+  if (reader_fd_ >= 0) {
+    ::unlink(reader_path_.c_str());  // before the lock goes, so nobody takes a live line as stale
+    ::close(reader_fd_);
+  }
+  if (shared_fd_ >= 0) ::close(shared_fd_);
+  if (writer_fd_ >= 0) ::close(writer_fd_);
+}
+
+}  // namespace wanbackup::pipeline
