@@ -56,7 +56,9 @@ Result<std::vector<PackFile>> ListPacks(const std::string& packs_dir) {
   while (dirent* sub = ::readdir(top)) {
     const std::string prefix = sub->d_name;
     if (prefix.size() != 2) continue;
-    const std::string dir = packs_dir + "/" + prefix;
+    std::string dir = packs_dir;
+    dir += "/";
+    dir += prefix;
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) continue;
     while (dirent* e = ::readdir(d)) {
