@@ -176,6 +176,7 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
   cmd->add_flag("--json", opts->json,
                 "print a JSON summary (on stderr when the data goes to stdout)");
   AddTuningFlags(cmd, &opts->tuning);
+  AddLimitRateFlag(cmd, &opts->tuning);
   AddTargetFlags(cmd, &opts->target);
   cmd->footer(
       AutotuneHelp() +

@@ -177,6 +177,7 @@ void RegisterSnapshot(CLI::App& app, Runner* runner) {
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
   AddTuningFlags(cmd, &opts->tuning);
+  AddLimitRateFlag(cmd, &opts->tuning);
   AddTargetFlags(cmd, &opts->target);
   cmd->footer(
       AutotuneHelp() +

@@ -1,12 +1,16 @@
 #include "cli/source_open.h"
 
+#include "common/pacing.h"
+#include "common/units.h"
 #include "initiator/iscsi_source.h"
 #include "pipeline/file_source.h"
 
 namespace wanbackup::cli {
 
-Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
-                                const TuningFlags& tuning) {
+namespace {
+
+Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& target,
+                                 const TuningFlags& tuning) {
   OpenedSource opened;
   if (!initiator::LooksLikeIscsiUrl(spec)) {
     if (spec.find("://") != std::string::npos) {
@@ -32,6 +36,23 @@ Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& targ
   opened.tuning_explanation = source->plan().explanation;
   opened.remote = true;
   opened.source = std::move(source);
+  return opened;
+}
+
+}  // namespace
+
+Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
+                                const TuningFlags& tuning) {
+  // Checked before anything connects: a bad value must not cost a login.
+  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(tuning));
+  WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenUnpaced(spec, target, tuning));
+  if (rate > 0) {
+    if (!opened.tuning_explanation.empty()) {
+      opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
+    }
+    opened.source =
+        std::make_unique<PacedSource>(std::move(opened.source), std::make_shared<Pacer>(rate));
+  }
   return opened;
 }
 

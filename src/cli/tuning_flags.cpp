@@ -44,6 +44,25 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
 }
 
+void AddLimitRateFlag(CLI::App* command, TuningFlags* flags) {
+  command
+      ->add_option("--limit-rate", flags->limit_rate,
+                   "hold the average transfer to RATE bytes per second over all connections "
+                   "together: 20M (= 20 MiB/s), 20MB/s (SI), 160mbit; default unlimited")
+      ->type_name("RATE")
+      ->group("Tuning (defaults: autotune, see below)");
+}
+
+Result<uint64_t> LimitRate(const TuningFlags& flags) {
+  if (flags.limit_rate.empty()) return uint64_t{0};
+  Result<uint64_t> rate = ParseByteRate(flags.limit_rate);
+  if (!rate.ok()) return rate.status().WithContext("--limit-rate");
+  if (*rate != 0 && *rate < 4096) {
+    return Status::InvalidArgument("--limit-rate must be at least 4K per second (or unlimited)");
+  }
+  return rate;
+}
+
 std::string AutotuneHelp() {
   return "\nAUTOTUNE:\n"
          "  wanbackup measures the round trip (RTT) and keeps N READs of B bytes in flight on\n"

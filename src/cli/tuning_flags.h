@@ -20,9 +20,14 @@ struct TuningFlags {
   std::string max_memory = "256MiB";
   bool paper_baseline = false;
   std::string retry_timeout = "5m";
+  std::string limit_rate;  // empty: unlimited
 };
 
 void AddTuningFlags(CLI::App* command, TuningFlags* flags);
+// --limit-rate, for the commands that move a whole device (copy, snapshot).
+void AddLimitRateFlag(CLI::App* command, TuningFlags* flags);
+// The --limit-rate value in bytes per second; 0 when unlimited.
+Result<uint64_t> LimitRate(const TuningFlags& flags);
 // The "how autotune chooses" text for a command's --help footer.
 std::string AutotuneHelp();
 // Fills options.tuning and options.retry_timeout; rejects out-of-range values.

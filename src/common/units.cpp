@@ -143,6 +143,34 @@ Result<uint64_t> ParseBitRate(std::string_view text) {
   return static_cast<uint64_t>(std::llround(number * multiplier));
 }
 
+Result<uint64_t> ParseByteRate(std::string_view text) {
+  std::string lowered = Lower(Trim(text));
+  if (lowered == "unlimited" || lowered == "0") return uint64_t{0};
+  const auto bad = [&text] {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a rate (examples: 20M = 20 MiB/s, 20MB/s, 160mbit, "
+                                   "unlimited)");
+  };
+  if (lowered.size() > 3 && lowered.compare(lowered.size() - 3, 3, "bit") == 0) {
+    Result<uint64_t> bits = ParseBitRate(lowered);
+    if (!bits.ok()) return bad();
+    return *bits / 8;
+  }
+  if (lowered.size() > 2 && lowered.compare(lowered.size() - 2, 2, "/s") == 0) {
+    lowered.resize(lowered.size() - 2);
+  }
+  const std::string_view size_text = Trim(text).substr(0, lowered.size());
+  if (size_text.size() >= 2 && size_text.back() == 'b' &&
+      std::isalpha(static_cast<unsigned char>(size_text[size_text.size() - 2]))) {
+    // "20Mb" reads as megabits to many and as megabytes to ParseSize: make them say which.
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is ambiguous: write 20MB/s for bytes or 160mbit for bits");
+  }
+  Result<uint64_t> bytes = ParseSize(size_text);
+  if (!bytes.ok()) return bad();
+  return *bytes;
+}
+
 Result<double> ParseFraction(std::string_view text) {
   std::string_view trimmed = Trim(text);
   const bool percent = !trimmed.empty() && trimmed.back() == '%';

@@ -6,6 +6,9 @@
 // Durations: "250ns", "20us", "20ms", "1.5s", "2m", "1h"; a bare number uses the default unit.
 // Bit rates: "1gbit", "100mbit", "56kbit", "1000000bit" (SI, bits per second, like tc);
 //            "0" or "unlimited" means no limit (returned as 0).
+// Byte rates (--limit-rate): a size per second, "20M" = "20M/s" = "20MiB/s" = 20 MiB/s,
+//            "20MB/s" = 20,000,000 B/s, or a bit rate as above ("160mbit" = 20 MB/s);
+//            "0" or "unlimited" means no limit (returned as 0).
 #pragma once
 
 #include <chrono>
@@ -21,6 +24,8 @@ Result<uint64_t> ParseSize(std::string_view text);
 Result<std::chrono::nanoseconds> ParseDuration(std::string_view text,
                                                std::string_view default_unit = "s");
 Result<uint64_t> ParseBitRate(std::string_view text);
+// Bytes per second (see above).
+Result<uint64_t> ParseByteRate(std::string_view text);
 // A share given as "0.5%", "0.005" or "5e-3"; must lie within [0, 1].
 Result<double> ParseFraction(std::string_view text);
 

@@ -110,6 +110,11 @@ ConnectionScaler::ConnectionScaler(int start, int max, double min_gain)
 int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second,
                                     double per_connection_ceiling) {
   if (settled_) return connections;
+  if (best_rate_ > 0 && bytes_per_second < best_rate_ * (1 - kStepLossToUndo) &&
+      best_connections_ < connections) {
+    settled_ = true;  // the last step cost throughput (more flows than the link bears): go back
+    return best_connections_;
+  }
   if (per_connection_ceiling > 0 && connections > 0 &&
       bytes_per_second / connections < kPlateauShare * per_connection_ceiling) {
     settled_ = true;  // connections are not the limit: the link or the target is
@@ -122,6 +127,7 @@ int ConnectionScaler::OnMeasurement(int connections, double bytes_per_second,
     return connections;
   }
   best_rate_ = bytes_per_second;
+  best_connections_ = connections;
   if (connections >= max_) {
     settled_ = true;
     return connections;

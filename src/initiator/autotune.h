@@ -89,11 +89,16 @@ TuningPlan PlanTransfer(const TuningRequest& request);
 // target is), and more of them only add loss. Feed it the throughput of each measurement window
 // during which every connection was up, past its start-up ramp, and had work queued.
 inline constexpr double kPlateauShare = 0.5;
+// A step that lowered throughput by more than this share is undone: the scaler goes back to the
+// count that carried the most, and the engine retires the extra connections once they are idle.
+// (Smaller losses are noise on a shared link: the connections stay.)
+inline constexpr double kStepLossToUndo = 0.10;
 
 class ConnectionScaler {
  public:
   ConnectionScaler(int start, int max, double min_gain = 1.20);
-  // Returns how many connections to have now (>= `connections`). A ceiling of 0: unknown.
+  // Returns how many connections to have now: more while steps pay, the best count so far when
+  // the last step cost throughput (kStepLossToUndo), else `connections`. A ceiling of 0: unknown.
   int OnMeasurement(int connections, double bytes_per_second, double per_connection_ceiling = 0);
   bool settled() const { return settled_; }
   double best_rate() const { return best_rate_; }
@@ -102,6 +107,7 @@ class ConnectionScaler {
   int max_;
   double min_gain_;
   double best_rate_ = 0;
+  int best_connections_ = 0;  // the count that carried best_rate_
   bool settled_ = false;
 };
 

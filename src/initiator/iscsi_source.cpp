@@ -6,6 +6,7 @@
 #include <iscsi/scsi-lowlevel.h>
 
 #include "initiator/internal/connection.h"
+#include "initiator/internal/iscsi_transport.h"
 #include "initiator/internal/lun_query.h"
 #include "initiator/internal/read_engine.h"
 
@@ -59,8 +60,23 @@ Result<std::unique_ptr<IscsiSource>> IscsiSource::Open(IscsiSourceOptions option
   tuning.max_transfer_bytes = uint64_t{lun.max_transfer_blocks} * lun.block_size;
   TuningPlan plan = PlanTransfer(tuning);
 
-  auto engine = std::make_unique<internal::ReadEngine>(std::move(options), std::move(conn),
-                                                       std::move(lun), rtt, std::move(plan));
+  internal::ReadEngineConfig config;
+  IscsiUrl url;
+  url.host = options.connection.host;
+  url.port = options.connection.port;
+  url.target = options.connection.target;
+  url.lun = options.lun;
+  config.geometry.name = url.ToDisplayString();
+  config.geometry.size_bytes = lun.size_bytes();
+  config.geometry.block_size = lun.block_size;
+  config.negotiated = conn->negotiated();
+  config.rtt = rtt;
+  config.plan = std::move(plan);
+  config.retry_timeout = options.retry_timeout;
+  config.lun = lun;
+  auto transport = std::make_unique<internal::IscsiTransport>(options.connection.Clone(),
+                                                              std::move(lun), std::move(conn));
+  auto engine = std::make_unique<internal::ReadEngine>(std::move(transport), std::move(config));
   engine->Start();
   return std::unique_ptr<IscsiSource>(std::move(engine));
 }

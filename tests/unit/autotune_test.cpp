@@ -122,6 +122,18 @@ TEST_CASE("connection scaler: adds connections only while each is near its own c
   CHECK_FALSE(starved.settled());
 }
 
+TEST_CASE("connection scaler: a step that cost throughput is undone", "[autotune]") {
+  ConnectionScaler s(4, 16);
+  CHECK(s.OnMeasurement(4, 80e6) == 6);
+  CHECK(s.OnMeasurement(6, 100e6) == 9);
+  CHECK(s.OnMeasurement(9, 70e6) == 6);  // -30 %: back to the best count
+  CHECK(s.settled());
+  ConnectionScaler noise(4, 16);
+  CHECK(noise.OnMeasurement(4, 80e6) == 6);
+  CHECK(noise.OnMeasurement(6, 76e6) == 6);  // -5 %: noise, not worth a change
+  CHECK(noise.settled());
+}
+
 TEST_CASE("connection scaler: never beyond its maximum", "[autotune]") {
   ConnectionScaler s(10, 12);
   CHECK(s.OnMeasurement(10, 200e6) == 12);

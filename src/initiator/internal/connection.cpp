@@ -159,7 +159,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& op
   return conn;
 }
 
-Status Connection::Login() {
+Status Connection::Configure() {
   const std::string initiator =
       options_.initiator_name.empty() ? DefaultInitiatorName() : options_.initiator_name;
   iscsi_ = iscsi_create_context(initiator.c_str());
@@ -202,7 +202,11 @@ Status Connection::Login() {
   const int timeout_s = static_cast<int>(std::max<int64_t>(
       1, std::chrono::ceil<std::chrono::seconds>(options_.command_timeout).count()));
   iscsi_set_timeout(iscsi_, timeout_s);
+  return Status::Ok();
+}
 
+Status Connection::Login() {
+  WB_RETURN_IF_ERROR(Configure());
   std::map<std::string, std::string> keys;
   t_login_keys = &keys;
   iscsi_set_log_fn(iscsi_, CaptureLoginLog);

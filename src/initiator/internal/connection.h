@@ -88,6 +88,10 @@ class Connection {
 
  private:
   explicit Connection(const ConnectionOptions& options);
+  // Creates the context and sets what the login will offer: session type, target, digest,
+  // CHAP, no automatic reconnect, the command timeout.
+  Status Configure();
+  // Configure, then TCP connect + iSCSI login, keeping the negotiated keys.
   Status Login();
   void Logout();
 

@@ -1,21 +1,12 @@
 #include "initiator/internal/read_engine.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-
-#include <iscsi/iscsi.h>
-#include <iscsi/scsi-lowlevel.h>
 
 #include "common/cancel.h"
 #include "common/trace.h"
 #include "common/units.h"
-#include "initiator/internal/lun_query.h"
 #include "initiator/internal/retry_policy.h"
-#include "initiator/internal/scsi_error.h"
 
 namespace wanbackup::initiator::internal {
 namespace {
@@ -28,10 +19,22 @@ constexpr uint32_t kRampStartBytes = 32 << 10;
 
 // How often each connection's delivery rate is re-estimated, in round trips (at least 50 ms).
 constexpr int kRateIntervalRtts = 2;
+constexpr std::chrono::milliseconds kMinRateInterval{50};
+
+// The I/O thread looks at submissions, retries and the no-progress clock at least this often.
+constexpr std::chrono::milliseconds kMaxPollWait{50};
 
 // A command is given up after this many retries of BUSY/NOT READY/UNIT ATTENTION kind (the
 // no-progress timeout usually ends things first).
 constexpr int kMaxCommandRetries = 50;
+
+// Autotune's measurement window: long enough to average over several round trips and loss
+// recoveries.
+constexpr std::chrono::seconds kMinScaleWindow{1};
+constexpr int kScaleWindowRtts = 8;
+
+// Smoothing of each connection's delivery rate: the new sample's weight.
+constexpr double kRateSampleWeight = 0.25;
 
 bool IsPermanent(const Status& s) {
   switch (s.code()) {
@@ -47,10 +50,6 @@ bool IsPermanent(const Status& s) {
   }
 }
 
-std::string Range(uint64_t lba, uint64_t blocks) {
-  return "LBA " + std::to_string(lba) + "+" + std::to_string(blocks);
-}
-
 }  // namespace
 
 struct ReadEngine::Request {
@@ -60,14 +59,12 @@ struct ReadEngine::Request {
 };
 
 struct ReadEngine::Command {
-  ReadEngine* engine = nullptr;
   Request* request = nullptr;
   uint64_t lba = 0;
   uint32_t bytes = 0;
   uint8_t* buffer = nullptr;
-  scsi_iovec iov{};
-  scsi_task* task = nullptr;  // set while in flight
-  int slot = -1;              // set while in flight
+  uint64_t id = 0;  // while in flight: the id the transport knows it by
+  int slot = -1;    // while in flight: the channel carrying it
   int attempts = 0;
   int medium_attempts = 0;
   Clock::time_point not_before{};
@@ -75,7 +72,6 @@ struct ReadEngine::Command {
 
 struct ReadEngine::Slot {
   enum class State { kDown, kConnecting, kUp };
-  std::unique_ptr<Connection> conn;
   State state = State::kDown;
   int outstanding = 0;
   int failures = 0;  // consecutive failed logins or broken connections without progress
@@ -86,36 +82,19 @@ struct ReadEngine::Slot {
   bool broken = false;
   Status broken_reason;
   Clock::time_point retry_at{};
-  Clock::time_point last_tick{};
-  std::thread connector;
 };
 
-ReadEngine::ReadEngine(IscsiSourceOptions options, std::unique_ptr<Connection> first, LunInfo lun,
-                       std::chrono::nanoseconds rtt, TuningPlan plan)
-    : options_(IscsiSourceOptions{options.connection.Clone(), options.lun, options.tuning,
-                                  options.retry_timeout}),
-      lun_(std::move(lun)),
-      rtt_(rtt),
-      plan_(std::move(plan)),
-      per_connection_limit_(PerConnectionLimit(plan_.queue_depth, plan_.io_size)),
-      scaler_(plan_.connections, plan_.max_connections) {
-  IscsiUrl url;
-  url.host = options_.connection.host;
-  url.port = options_.connection.port;
-  url.target = options_.connection.target;
-  url.lun = options_.lun;
-  geometry_.name = url.ToDisplayString();
-  geometry_.size_bytes = lun_.size_bytes();
-  geometry_.block_size = lun_.block_size;
-  negotiated_ = first->negotiated();
-  target_connections_ = plan_.connections;
+ReadEngine::ReadEngine(std::unique_ptr<Transport> transport, ReadEngineConfig config)
+    : transport_(std::move(transport)),
+      config_(std::move(config)),
+      per_connection_limit_(PerConnectionLimit(config_.plan.queue_depth, config_.plan.io_size)),
+      scaler_(config_.plan.connections, config_.plan.max_connections) {
+  target_connections_ = config_.plan.connections;
   auto slot = std::make_unique<Slot>();
-  slot->conn = std::move(first);
   slot->state = Slot::State::kUp;
   slot->ever_up = true;
   slots_.push_back(std::move(slot));
   live_connections_ = 1;
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
 void ReadEngine::Start() {
@@ -124,47 +103,26 @@ void ReadEngine::Start() {
 
 ReadEngine::~ReadEngine() {
   stop_ = true;
-  if (wake_fd_ >= 0) {
-    const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
-  }
+  transport_->Wake();
   if (io_thread_.joinable()) io_thread_.join();
-  for (auto& slot : slots_) {
-    if (slot->connector.joinable()) slot->connector.join();  // they see stop_ and give up
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    connected_.clear();
-  }
-  // Log out politely where nothing is in flight; destroy everything else. Destroying a context
-  // calls back every command it still holds, which finds failed_ set and only lets go of it.
-  failed_ = true;
-  for (auto& slot : slots_) {
-    if (slot->conn && slot->outstanding > 0) slot->conn->Abort();
-    slot->conn.reset();
-  }
-  for (auto& cmd : commands_) {
-    if (cmd->task != nullptr) {
-      scsi_free_scsi_task(cmd->task);
-      cmd->task = nullptr;
-    }
-  }
-  if (wake_fd_ >= 0) ::close(wake_fd_);
+  // transport_ goes next: it stops logins in progress and closes every channel, so no command
+  // writes into a buffer once the engine is gone.
 }
 
 size_t ReadEngine::preferred_in_flight() const {
   // A full queue on every connection plus one spare each, so a connection that finishes a
   // command finds the next one waiting.
   const auto c = static_cast<size_t>(std::max(1, target_connections_.load()));
-  return c * static_cast<size_t>(plan_.queue_depth) + c;
+  return c * static_cast<size_t>(config_.plan.queue_depth) + c;
 }
 
 Status ReadEngine::Submit(const ReadRequest& r) {
-  const uint64_t bs = geometry_.block_size;
+  const SourceGeometry& g = config_.geometry;
+  const uint64_t bs = g.block_size;
   if (r.length == 0 || r.buffer == nullptr || r.offset % bs != 0 || r.length % bs != 0 ||
-      r.offset > geometry_.size_bytes || r.length > geometry_.size_bytes - r.offset) {
+      r.offset > g.size_bytes || r.length > g.size_bytes - r.offset) {
     return Status::InvalidArgument("read request [" + std::to_string(r.offset) + ", +" +
-                                   std::to_string(r.length) + ") is outside " + geometry_.name +
+                                   std::to_string(r.length) + ") is outside " + g.name +
                                    " or not block-aligned");
   }
   {
@@ -173,8 +131,7 @@ Status ReadEngine::Submit(const ReadRequest& r) {
     submitted_.push_back(r);
     ++outstanding_requests_;
   }
-  const uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
+  transport_->Wake();
   return Status::Ok();
 }
 
@@ -191,8 +148,7 @@ Result<ReadCompletion> ReadEngine::Wait() {
     if (outstanding_requests_ == 0) return Status::Internal("Wait() with nothing submitted");
     if (CancellationRequested() && !cancel_requested_.exchange(true)) {
       // The I/O thread stops every command first, then reports Cancelled through fatal_.
-      const uint64_t one = 1;
-      (void)!::write(wake_fd_, &one, sizeof one);
+      transport_->Wake();
     }
     done_cv_.wait_for(lock, std::chrono::milliseconds(200));
   }
@@ -207,41 +163,56 @@ SourceStats ReadEngine::Stats() const {
   s.commands_in_flight = commands_in_flight_.load();
   s.retries = retries_.load();
   s.reconnects = reconnects_.load();
-  s.rtt = rtt_;
-  s.io_size = static_cast<uint32_t>(plan_.io_size);
-  s.queue_depth = static_cast<uint32_t>(plan_.queue_depth);
+  s.rtt = config_.rtt;
+  s.io_size = static_cast<uint32_t>(config_.plan.io_size);
+  s.queue_depth = static_cast<uint32_t>(config_.plan.queue_depth);
   return s;
 }
 
 void ReadEngine::Run() {
-  last_progress_ = Clock::now();
+  last_progress_ = transport_->Now();
   rate_tick_ = last_progress_;
-  while (!stop_.load()) {
-    const auto now = Clock::now();
-    TakeSubmissions();
-    ManageConnections(now);
-    if (!failed_ && cancel_requested_.load()) {
-      FailAll(Status::Cancelled("reading " + geometry_.name + ": interrupted"));
-    }
-    if (!failed_) {
-      EstimateRates(now);
-      IssueCommands(now);
-      MeasureAndScale(now);
-      const bool work = !ready_.empty() || commands_in_flight_.load() > 0;
-      if (!work) last_progress_ = now;  // idle is not stalled
-      if (work && now - last_progress_ > options_.retry_timeout) FailAll(NoProgressStatus());
-    }
-    // Let completions gather for a moment (autotune.h, ServiceInterval) while other READs keep
-    // the link busy; the kernel goes on receiving meanwhile.
-    if (service_interval_.count() > 0 && commands_in_flight_.load() > 1 &&
-        now < last_service_ + service_interval_) {
-      std::this_thread::sleep_until(last_service_ + service_interval_);
-      PollAndService(Clock::now());
-    } else {
-      PollAndService(now);
-    }
-    last_service_ = Clock::now();
+  TransportEvents events;
+  while (!stop_.load())
+    Step(&events);
+}
+
+void ReadEngine::Step(TransportEvents* events) {
+  const auto now = transport_->Now();
+  TakeSubmissions();
+  ManageConnections(now);
+  if (!failed_ && cancel_requested_.load()) {
+    FailAll(Status::Cancelled("reading " + config_.geometry.name + ": interrupted"));
   }
+  if (!failed_) {
+    EstimateRates(now);
+    IssueCommands(now);
+    MeasureAndScale(now);
+    RetireExtraConnections();
+    const bool work = !ready_.empty() || !in_flight_.empty();
+    if (!work) last_progress_ = now;  // idle is not stalled
+    if (work && now - last_progress_ > config_.retry_timeout) FailAll(NoProgressStatus());
+  }
+  // Let completions gather for a moment (autotune.h, ServiceInterval) while other READs keep
+  // the link busy; the kernel goes on receiving meanwhile.
+  if (service_interval_.count() > 0 && in_flight_.size() > 1 &&
+      now < last_service_ + service_interval_) {
+    transport_->SleepUntil(last_service_ + service_interval_);
+  }
+  events->clear();
+  transport_->Poll(PollDeadline(transport_->Now()), events);
+  HandleEvents(*events);
+  last_service_ = transport_->Now();
+}
+
+ReadEngine::Clock::time_point ReadEngine::PollDeadline(Clock::time_point now) const {
+  // A retry waiting for its back-off wakes the loop when due; a command that is due but found
+  // no room waits for a completion like everything else.
+  Clock::time_point deadline = now + kMaxPollWait;
+  if (!ready_.empty() && ready_.front()->not_before > now) {
+    deadline = std::min(deadline, ready_.front()->not_before);
+  }
+  return deadline;
 }
 
 void ReadEngine::TakeSubmissions() {
@@ -250,14 +221,13 @@ void ReadEngine::TakeSubmissions() {
     std::lock_guard<std::mutex> lock(mu_);
     incoming.swap(submitted_);
   }
-  const uint64_t bs = geometry_.block_size;
+  const uint64_t bs = config_.geometry.block_size;
   for (const ReadRequest& r : incoming) {
     auto request = std::make_unique<Request>();
     request->req = r;
     for (uint64_t off = 0; off < r.length;) {
-      const uint64_t len = std::min<uint64_t>(plan_.io_size, r.length - off);
+      const uint64_t len = std::min<uint64_t>(config_.plan.io_size, r.length - off);
       Command* cmd = NewCommand();
-      cmd->engine = this;
       cmd->request = request.get();
       cmd->lba = (r.offset + off) / bs;
       cmd->bytes = static_cast<uint32_t>(len);
@@ -284,67 +254,62 @@ ReadEngine::Command* ReadEngine::NewCommand() {
 }
 
 void ReadEngine::ManageConnections(Clock::time_point now) {
-  std::vector<Connected> results;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    results.swap(connected_);
-  }
-  for (Connected& c : results) {
-    Slot& slot = *slots_[c.slot];
-    if (slot.connector.joinable()) slot.connector.join();
-    WB_TRACE("slot %zu: login %s", c.slot,
-             c.result.ok() ? "done" : c.result.status().message().c_str());
-    if (c.result.ok()) {
-      slot.conn = std::move(c.result).value();
-      slot.state = Slot::State::kUp;
-      slot.ramp_bytes = kRampStartBytes;
-      slot.delivered = 0;
-      slot.rate = 0;
-      slot.broken = false;
-      slot.last_tick = now;
-      const uint32_t live = ++live_connections_;
-      if (live > peak_connections_.load()) peak_connections_ = live;
-      continue;
-    }
-    last_error_ = c.result.status();
-    slot.state = Slot::State::kDown;
-    if (IsPermanent(c.result.status())) {
-      FailAll(c.result.status());
-    } else {
-      slot.retry_at = now + ReconnectDelay(++slot.failures);
-    }
-  }
   while (static_cast<int>(slots_.size()) < target_connections_.load()) {
     auto slot = std::make_unique<Slot>();
     slot->retry_at = now;
     slots_.push_back(std::move(slot));
   }
   if (failed_) return;
-  for (size_t i = 0; i < slots_.size(); ++i) {
+  const auto wanted = static_cast<size_t>(std::max(1, target_connections_.load()));
+  for (size_t i = 0; i < std::min(wanted, slots_.size()); ++i) {
     Slot& slot = *slots_[i];
-    if (slot.state == Slot::State::kDown && now >= slot.retry_at) StartConnector(i, slot.ever_up);
+    if (slot.state != Slot::State::kDown || now < slot.retry_at) continue;
+    slot.state = Slot::State::kConnecting;
+    WB_TRACE("slot %zu: %s", i, slot.ever_up ? "reconnecting" : "connecting");
+    if (slot.ever_up) ++reconnects_;
+    transport_->Connect(i, slot.ever_up);
   }
 }
 
-void ReadEngine::StartConnector(size_t index, bool reconnect) {
-  Slot& slot = *slots_[index];
-  slot.state = Slot::State::kConnecting;
-  WB_TRACE("slot %zu: %s", index, reconnect ? "reconnecting" : "connecting");
-  if (reconnect) ++reconnects_;
-  slot.connector = std::thread([this, index, reconnect, opts = options_.connection.Clone()] {
-    Result<std::unique_ptr<Connection>> conn = Connection::Open(opts, &stop_);
-    if (conn.ok()) {
-      // A new session must reach the same LUN; after a reconnect, prove it is the same device.
-      Status same = VerifySameLun(**conn, lun_, reconnect);
-      if (!same.ok()) conn = same;
+void ReadEngine::OnConnected(const ConnectDone& done, Clock::time_point now) {
+  Slot& slot = *slots_[done.channel];
+  WB_TRACE("slot %zu: login %s", done.channel,
+           done.status.ok() ? "done" : done.status.message().c_str());
+  if (done.status.ok()) {
+    if (failed_) {
+      transport_->Close(done.channel);
+      slot.state = Slot::State::kDown;
+      return;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      connected_.push_back({index, std::move(conn)});
-    }
-    const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
-  });
+    slot.state = Slot::State::kUp;
+    slot.ramp_bytes = kRampStartBytes;
+    slot.delivered = 0;
+    slot.rate = 0;
+    slot.broken = false;
+    const uint32_t live = ++live_connections_;
+    if (live > peak_connections_.load()) peak_connections_ = live;
+    return;
+  }
+  last_error_ = done.status;
+  slot.state = Slot::State::kDown;
+  if (IsPermanent(done.status)) {
+    if (!failed_) FailAll(done.status);
+  } else {
+    slot.retry_at = now + ReconnectDelay(++slot.failures);
+  }
+}
+
+void ReadEngine::RetireExtraConnections() {
+  // Connections past the target (autotune dropped them) finish what they carry, then close.
+  const auto wanted = static_cast<size_t>(std::max(1, target_connections_.load()));
+  for (size_t i = wanted; i < slots_.size(); ++i) {
+    Slot& slot = *slots_[i];
+    if (slot.state != Slot::State::kUp || slot.outstanding > 0) continue;
+    WB_TRACE("slot %zu: retired", i);
+    transport_->Close(i);
+    slot.state = Slot::State::kDown;
+    --live_connections_;
+  }
 }
 
 void ReadEngine::IssueCommands(Clock::time_point now) {
@@ -356,60 +321,63 @@ void ReadEngine::IssueCommands(Clock::time_point now) {
     }
     const int best_index = PickConnection();
     if (best_index < 0) return;
-    Slot* best = slots_[static_cast<size_t>(best_index)].get();
-    const uint32_t limit = std::max<uint32_t>(best->ramp_bytes, geometry_.block_size);
-    if (cmd->bytes > limit) {
-      // Send the first `limit` bytes now; the rest stays first in line as its own command.
-      Command* rest = NewCommand();
-      *rest = *cmd;
-      rest->lba = cmd->lba + limit / geometry_.block_size;
-      rest->bytes = cmd->bytes - limit;
-      rest->buffer = cmd->buffer + limit;
-      cmd->bytes = limit;
-      ++cmd->request->parts_left;
-      ready_.insert(ready_.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest);
-    }
-    cmd->iov.iov_base = cmd->buffer;
-    cmd->iov.iov_len = cmd->bytes;
-    scsi_task* task = iscsi_read16_iov_task(best->conn->context(), lun_.lun, cmd->lba, cmd->bytes,
-                                            static_cast<int>(geometry_.block_size), 0, 0, 0, 0, 0,
-                                            ReadCallback, cmd, &cmd->iov, 1);
-    if (task == nullptr) {
-      best->broken = true;
-      best->broken_reason = Status::Unavailable(std::string("cannot queue READ(16): ") +
-                                                iscsi_get_error(best->conn->context()));
+    Slot& best = *slots_[static_cast<size_t>(best_index)];
+    SplitToRamp(i, std::max<uint32_t>(best.ramp_bytes, config_.geometry.block_size));
+    cmd->id = next_command_id_++;
+    Status queued = transport_->Read(static_cast<size_t>(best_index),
+                                     BlockCommand{cmd->id, cmd->lba, cmd->bytes, cmd->buffer});
+    if (!queued.ok()) {
+      best.broken = true;
+      best.broken_reason = queued;
       continue;  // the same command goes to another connection
     }
     WB_TRACE("slot %d: READ lba %llu bytes %u (outstanding %d)", best_index,
-             static_cast<unsigned long long>(cmd->lba), cmd->bytes, best->outstanding + 1);
-    cmd->task = task;
+             static_cast<unsigned long long>(cmd->lba), cmd->bytes, best.outstanding + 1);
     cmd->slot = best_index;
-    ++best->outstanding;
+    in_flight_[cmd->id] = cmd;
+    ++best.outstanding;
     ++commands_in_flight_;
     bytes_in_flight_ += cmd->bytes;
     ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 
+ReadEngine::Command* ReadEngine::SplitToRamp(size_t ready_index, uint32_t limit) {
+  Command* cmd = ready_[ready_index];
+  if (cmd->bytes <= limit) return cmd;
+  // Send the first `limit` bytes now; the rest stays first in line as its own command.
+  Command* rest = NewCommand();
+  *rest = *cmd;
+  rest->lba = cmd->lba + limit / config_.geometry.block_size;
+  rest->bytes = cmd->bytes - limit;
+  rest->buffer = cmd->buffer + limit;
+  cmd->bytes = limit;
+  ++cmd->request->parts_left;
+  ready_.insert(ready_.begin() + static_cast<std::ptrdiff_t>(ready_index) + 1, rest);
+  return cmd;
+}
+
 int ReadEngine::CommandBudget() const {
-  return std::max(1, target_connections_.load()) * plan_.queue_depth;
+  return std::max(1, target_connections_.load()) * config_.plan.queue_depth;
 }
 
 int ReadEngine::PickConnection() {
   // C x N commands in flight in all, shared by how fast each connection delivers (autotune.h).
+  // Connections being retired take no more.
+  const auto wanted = static_cast<size_t>(std::max(1, target_connections_.load()));
   loads_.resize(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = *slots_[i];
-    loads_[i] =
-        ConnectionLoad{slot.state == Slot::State::kUp && !slot.broken, slot.outstanding, slot.rate};
+    const bool usable = slot.state == Slot::State::kUp && !slot.broken && i < wanted;
+    loads_[i] = ConnectionLoad{usable, slot.outstanding, slot.rate};
   }
-  return ChooseConnection(loads_, static_cast<int>(commands_in_flight_.load()), CommandBudget(),
+  return ChooseConnection(loads_, static_cast<int>(in_flight_.size()), CommandBudget(),
                           per_connection_limit_);
 }
 
 void ReadEngine::EstimateRates(Clock::time_point now) {
   const auto interval =
-      std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(50), kRateIntervalRtts * rtt_);
+      std::max<std::chrono::nanoseconds>(kMinRateInterval, kRateIntervalRtts * config_.rtt);
   if (now - rate_tick_ < interval) return;
   const double seconds = std::chrono::duration<double>(now - rate_tick_).count();
   rate_tick_ = now;
@@ -418,52 +386,30 @@ void ReadEngine::EstimateRates(Clock::time_point now) {
     const double sample = static_cast<double>(slot->delivered) / seconds;
     slot->delivered = 0;
     if (sample == 0 && slot->outstanding == 0) continue;  // nothing asked: nothing learnt
-    slot->rate = slot->rate > 0 ? 0.75 * slot->rate + 0.25 * sample : sample;
+    slot->rate =
+        slot->rate > 0 ? (1 - kRateSampleWeight) * slot->rate + kRateSampleWeight * sample : sample;
   }
   double total = 0;
   for (const auto& slot : slots_) {
     if (slot->state == Slot::State::kUp) total += slot->rate;
   }
-  service_interval_ = ServiceInterval(CommandBudget(), plan_.io_size, total);
+  service_interval_ = ServiceInterval(CommandBudget(), config_.plan.io_size, total);
 }
 
-void ReadEngine::PollAndService(Clock::time_point now) {
-  std::vector<pollfd> fds;
-  std::vector<size_t> owners;
-  fds.push_back({wake_fd_, POLLIN, 0});
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    Slot& slot = *slots_[i];
-    if (slot.state != Slot::State::kUp || !slot.conn || slot.conn->broken()) continue;
-    fds.push_back({slot.conn->fd(), slot.conn->events(), 0});
-    owners.push_back(i);
-  }
-  int timeout_ms = 50;
-  if (!ready_.empty() && ready_.front()->not_before > now) {
-    timeout_ms = static_cast<int>(std::clamp<int64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(ready_.front()->not_before - now)
-            .count(),
-        0, 50));
-  }
-  const int n = ::poll(fds.data(), fds.size(), timeout_ms);
-  if (n < 0) return;  // EINTR: go round again
-  if (fds[0].revents != 0) {
-    uint64_t drained;
-    (void)!::read(wake_fd_, &drained, sizeof drained);
-  }
-  const auto after = Clock::now();
-  for (size_t k = 0; k < owners.size(); ++k) {
-    Slot& slot = *slots_[owners[k]];
-    const short revents = fds[k + 1].revents;
-    // libiscsi's command timeouts are checked when it is serviced; do so at least 4 times a
-    // second even on a quiet socket.
-    if (revents == 0 && after - slot.last_tick < std::chrono::milliseconds(250)) continue;
-    slot.last_tick = after;
-    Status s = slot.conn->Service(revents);
-    if (!s.ok() && !slot.broken) {
+void ReadEngine::HandleEvents(const TransportEvents& events) {
+  const auto now = transport_->Now();
+  for (const ConnectDone& c : events.connected)
+    OnConnected(c, now);
+  for (const CommandDone& d : events.done)
+    OnCommandDone(d);
+  for (const ChannelLost& lost : events.lost) {
+    Slot& slot = *slots_[lost.channel];
+    if (slot.state == Slot::State::kUp && !slot.broken) {
       slot.broken = true;
-      slot.broken_reason = s;
+      slot.broken_reason = lost.why;
     }
   }
+  if (failed_) return;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i]->broken && slots_[i]->state == Slot::State::kUp) {
       TearDown(i, slots_[i]->broken_reason);
@@ -473,23 +419,25 @@ void ReadEngine::PollAndService(Clock::time_point now) {
 
 void ReadEngine::TearDown(size_t index, const Status& why) {
   Slot& slot = *slots_[index];
+  WB_TRACE("slot %zu: torn down: %s", index, why.message().c_str());
   last_error_ = why;
-  // Destroying the context calls back its commands with CANCELLED (they are re-queued);
-  // commands libiscsi no longer reports are found below. Only then may another connection
-  // reuse their buffers.
-  if (slot.conn) slot.conn->Abort();
-  const auto now = Clock::now();
-  for (auto& owned : commands_) {
-    Command* cmd = owned.get();
-    if (cmd->slot != static_cast<int>(index) || cmd->task == nullptr) continue;
-    scsi_free_scsi_task(cmd->task);
-    cmd->task = nullptr;
+  // After Close, no command of this channel writes into its buffer: they may go elsewhere.
+  transport_->Close(index);
+  const auto now = transport_->Now();
+  std::vector<Command*> orphans;
+  for (const auto& [id, cmd] : in_flight_) {
+    if (cmd->slot == static_cast<int>(index)) orphans.push_back(cmd);
+  }
+  // Lowest LBA first in line, as they were issued.
+  std::sort(orphans.begin(), orphans.end(),
+            [](const Command* a, const Command* b) { return a->lba > b->lba; });
+  for (Command* cmd : orphans) {
+    in_flight_.erase(cmd->id);
     cmd->slot = -1;
     --commands_in_flight_;
     bytes_in_flight_ -= cmd->bytes;
     Requeue(cmd, now);
   }
-  slot.conn.reset();
   slot.outstanding = 0;
   slot.broken = false;
   slot.state = Slot::State::kDown;
@@ -497,59 +445,52 @@ void ReadEngine::TearDown(size_t index, const Status& why) {
   --live_connections_;
 }
 
-void ReadEngine::ReadCallback(iscsi_context* /*iscsi*/, int status, void* command_data,
-                              void* data) {
-  auto* cmd = static_cast<Command*>(data);
-  auto* task = static_cast<scsi_task*>(command_data);
-  cmd->engine->OnCommandDone(cmd, status, task);
-  if (task != nullptr) scsi_free_scsi_task(task);
-}
-
-void ReadEngine::OnCommandDone(Command* cmd, int status, scsi_task* task) {
-  if (cmd->slot < 0 || cmd->task == nullptr) return;  // already accounted for
+void ReadEngine::OnCommandDone(const CommandDone& done) {
+  auto it = in_flight_.find(done.id);
+  if (it == in_flight_.end()) return;  // its channel was closed: already re-queued
+  Command* cmd = it->second;
+  in_flight_.erase(it);
   Slot& slot = *slots_[static_cast<size_t>(cmd->slot)];
-  const int slot_index = cmd->slot;
-  cmd->task = nullptr;
+  WB_TRACE("slot %d: done lba %llu status 0x%x", cmd->slot,
+           static_cast<unsigned long long>(cmd->lba), static_cast<unsigned>(done.outcome.status));
   cmd->slot = -1;
   --slot.outstanding;
   --commands_in_flight_;
   bytes_in_flight_ -= cmd->bytes;
-  if (failed_) return;  // shutting down or given up: nothing more to do with it
-
-  CommandOutcome outcome;
-  outcome.status = status;
-  if (task != nullptr) {
-    outcome.sense_key = task->sense.key;
-    outcome.asc_ascq = task->sense.ascq;
-    outcome.short_transfer = status == SCSI_STATUS_GOOD &&
-                             task->residual_status == SCSI_RESIDUAL_UNDERFLOW && task->residual > 0;
+  if (DecideRetry(done.outcome, cmd->attempts).action != RetryAction::kDone) {
+    OnCommandFailed(cmd, slot, done);
+    return;
   }
-  const auto now = Clock::now();
-  WB_TRACE("slot %d: done lba %llu status 0x%x", slot_index,
-           static_cast<unsigned long long>(cmd->lba), static_cast<unsigned>(status));
-  const RetryDecision d = DecideRetry(outcome, cmd->attempts);
-  const std::string what = "READ(16) " + Range(cmd->lba, cmd->bytes / geometry_.block_size);
-  iscsi_context* ctx = slot.conn ? slot.conn->context() : nullptr;
+  slot.failures = 0;
+  slot.ever_up = true;
+  slot.ramp_bytes = static_cast<uint32_t>(
+      std::min<uint64_t>(config_.plan.io_size, uint64_t{slot.ramp_bytes} * 2));
+  bytes_read_ += cmd->bytes;
+  window_bytes_ += cmd->bytes;
+  slot.delivered += cmd->bytes;
+  last_progress_ = transport_->Now();
+  FinishPart(cmd, Status::Ok());
+}
+
+void ReadEngine::OnCommandFailed(Command* cmd, Slot& slot, const CommandDone& done) {
+  const auto now = transport_->Now();
+  const RetryDecision d = DecideRetry(done.outcome, cmd->attempts);
+  const Status error =
+      done.outcome.short_transfer
+          ? Status::IoError("READ(16) " + Range(cmd->lba, cmd->bytes) +
+                            ": the target sent fewer bytes than asked")
+          : (done.error.ok()
+                 ? Status::IoError("READ(16) " + Range(cmd->lba, cmd->bytes) + ": failed")
+                 : done.error);
+  if (done.outcome.status != scsi::kCancelled) last_error_ = error;
   switch (d.action) {
     case RetryAction::kDone:
-      slot.failures = 0;
-      slot.ever_up = true;
-      slot.ramp_bytes =
-          static_cast<uint32_t>(std::min<uint64_t>(plan_.io_size, uint64_t{slot.ramp_bytes} * 2));
-      bytes_read_ += cmd->bytes;
-      window_bytes_ += cmd->bytes;
-      slot.delivered += cmd->bytes;
-      last_progress_ = now;
-      FinishPart(cmd, Status::Ok());
-      return;
+      break;  // not reached: OnCommandDone handles success
     case RetryAction::kRetryNow:
     case RetryAction::kRetryLater:
-      last_error_ = outcome.short_transfer
-                        ? Status::IoError(what + ": the target sent fewer bytes than asked")
-                        : TaskStatus(status, task, ctx, what);
       if (++cmd->attempts > kMaxCommandRetries) {
-        FinishPart(cmd, last_error_.WithContext("giving up after " +
-                                                std::to_string(kMaxCommandRetries) + " retries"));
+        FinishPart(cmd, error.WithContext("giving up after " + std::to_string(kMaxCommandRetries) +
+                                          " retries"));
         return;
       }
       ++retries_;
@@ -557,29 +498,24 @@ void ReadEngine::OnCommandDone(Command* cmd, int status, scsi_task* task) {
       return;
     case RetryAction::kReconnect:
       // The connection is unusable (timeout, transport error, or being torn down). The command
-      // is gone from libiscsi, so it can go elsewhere now.
-      if (status != SCSI_STATUS_CANCELLED) {
+      // is gone from the transport, so it can go elsewhere now.
+      if (done.outcome.status != scsi::kCancelled && !slot.broken) {
         slot.broken = true;
-        slot.broken_reason = TaskStatus(status, task, ctx, what);
-        last_error_ = slot.broken_reason;
+        slot.broken_reason = error;
       }
-      (void)slot_index;
       ++retries_;
       Requeue(cmd, now);
       return;
-    case RetryAction::kRetryThenFail: {
-      last_error_ = TaskStatus(status, task, ctx, what);
+    case RetryAction::kRetryThenFail:
       if (++cmd->medium_attempts > kMediumErrorRetries) {
-        FinishPart(cmd, last_error_);
+        FinishPart(cmd, error);
         return;
       }
       ++retries_;
       Requeue(cmd, now + d.delay);
       return;
-    }
     case RetryAction::kFail:
-      last_error_ = TaskStatus(status, task, ctx, what);
-      FinishPart(cmd, last_error_);
+      FinishPart(cmd, error);
       return;
   }
 }
@@ -608,22 +544,18 @@ void ReadEngine::FailAll(const Status& status) {
   failed_ = true;
   // Stop every command before saying so: once Wait() reports the failure, the caller may free
   // the buffers those commands were reading into.
-  for (auto& slot : slots_) {
-    if (slot->conn) slot->conn->Abort();
-    slot->conn.reset();
-    slot->outstanding = 0;
-    if (slot->state == Slot::State::kUp) {
-      slot->state = Slot::State::kDown;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = *slots_[i];
+    slot.outstanding = 0;
+    if (slot.state == Slot::State::kUp) {
+      transport_->Close(i);
+      slot.state = Slot::State::kDown;
       --live_connections_;
     }
   }
-  for (auto& cmd : commands_) {
-    if (cmd->task != nullptr) {
-      scsi_free_scsi_task(cmd->task);
-      cmd->task = nullptr;
-      cmd->slot = -1;
-    }
-  }
+  for (auto& [id, cmd] : in_flight_)
+    cmd->slot = -1;
+  in_flight_.clear();
   commands_in_flight_ = 0;
   bytes_in_flight_ = 0;
   {
@@ -633,38 +565,36 @@ void ReadEngine::FailAll(const Status& status) {
   done_cv_.notify_all();
 }
 
+std::string ReadEngine::Range(uint64_t lba, uint32_t bytes) const {
+  return "LBA " + std::to_string(lba) + "+" + std::to_string(bytes / config_.geometry.block_size);
+}
+
 Status ReadEngine::NoProgressStatus() const {
-  uint64_t first_lba = UINT64_MAX, blocks = 0;
+  const Command* first = nullptr;
   for (const Command* cmd : ready_) {
-    if (cmd->lba < first_lba) {
-      first_lba = cmd->lba;
-      blocks = cmd->bytes / geometry_.block_size;
-    }
+    if (first == nullptr || cmd->lba < first->lba) first = cmd;
   }
-  for (const auto& cmd : commands_) {
-    if (cmd->task != nullptr && cmd->lba < first_lba) {
-      first_lba = cmd->lba;
-      blocks = cmd->bytes / geometry_.block_size;
-    }
+  for (const auto& [id, cmd] : in_flight_) {
+    if (first == nullptr || cmd->lba < first->lba) first = cmd;
   }
-  std::string msg = "giving up on " + geometry_.name + ": no progress for " +
-                    FormatDuration(options_.retry_timeout);
-  if (first_lba != UINT64_MAX) msg += "; unread from " + Range(first_lba, blocks);
+  std::string msg = "giving up on " + config_.geometry.name + ": no progress for " +
+                    FormatDuration(config_.retry_timeout);
+  if (first != nullptr) msg += "; unread from " + Range(first->lba, first->bytes);
   if (!last_error_.ok()) msg += "; last error: " + last_error_.message();
   return Status(last_error_.ok() ? StatusCode::kTimeout : last_error_.code(), msg);
 }
 
 void ReadEngine::MeasureAndScale(Clock::time_point now) {
-  if (!plan_.adapt_connections || scaler_.settled()) return;
+  if (!config_.plan.adapt_connections || scaler_.settled()) return;
   int up = 0;
   bool ramped = true;  // every connection is past its start-up ramp
   for (const auto& slot : slots_) {
     if (slot->state != Slot::State::kUp) continue;
     ++up;
-    ramped = ramped && slot->ramp_bytes >= plan_.io_size;
+    ramped = ramped && slot->ramp_bytes >= config_.plan.io_size;
   }
   const bool all_up = up == target_connections_.load() && up == static_cast<int>(slots_.size());
-  const bool full = static_cast<int>(commands_in_flight_.load()) >= CommandBudget();
+  const bool full = static_cast<int>(in_flight_.size()) >= CommandBudget();
   const bool busy = !ready_.empty() || full;
   if (!all_up || !busy || !ramped) {
     window_valid_ = false;
@@ -676,8 +606,8 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     window_bytes_ = 0;
     return;
   }
-  // Long enough to average over several round trips and loss recoveries.
-  const auto length = std::max<std::chrono::nanoseconds>(std::chrono::seconds(1), 8 * rtt_);
+  const auto length =
+      std::max<std::chrono::nanoseconds>(kMinScaleWindow, kScaleWindowRtts * config_.rtt);
   if (now - window_start_ < length) return;
   const double seconds = std::chrono::duration<double>(now - window_start_).count();
   const double rate = static_cast<double>(window_bytes_) / seconds;
@@ -687,15 +617,16 @@ void ReadEngine::MeasureAndScale(Clock::time_point now) {
     window_warm_ = true;
     return;
   }
-  const double rtt_s = std::chrono::duration<double>(rtt_).count();
+  const double rtt_s = std::chrono::duration<double>(config_.rtt).count();
   // What one connection can carry alone: the target's window, or what we keep outstanding on
   // it if that is less.
-  const double per_rtt = std::min(kWindowBytesPerRtt, static_cast<double>(plan_.queue_depth) *
-                                                          static_cast<double>(plan_.io_size));
+  const double per_rtt =
+      std::min(kWindowBytesPerRtt, static_cast<double>(config_.plan.queue_depth) *
+                                       static_cast<double>(config_.plan.io_size));
   const double ceiling = rtt_s > 0 ? per_rtt / rtt_s : 0;
   const int want = scaler_.OnMeasurement(up, rate, ceiling);
   WB_TRACE("scaler: %d connections carry %.1f MB/s -> %d", up, rate / 1e6, want);
-  if (want > up) {
+  if (want != up) {
     target_connections_ = want;
     window_warm_ = false;
     window_valid_ = false;

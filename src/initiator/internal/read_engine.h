@@ -1,13 +1,13 @@
-// ReadEngine: the IscsiSource implementation (see iscsi_source.h for the contract).
+// ReadEngine: the IscsiSource implementation (see iscsi_source.h for the contract), written
+// against the Transport seam (transport.h): it decides which READ goes on which channel, how big
+// each one is while a channel ramps up, when to retry, reconnect, add or drop channels and give
+// up; the transport moves the bytes. IscsiSource::Open pairs it with an IscsiTransport; the
+// unit tests (tests/unit/read_engine_test.cpp) with a scripted fake on a virtual clock.
 //
 // Threads and who touches what:
 //   consumer thread  Submit/Wait/Stats: takes mu_, appends to submitted_, takes from done_.
-//   I/O thread       Run(): owns slots_, commands and ready_; polls every connection's socket
-//                    plus wake_fd_; libiscsi callbacks run here, inside Connection::Service.
-//   connector threads one per login in progress: Connection::Open + VerifySameLun, then hand
-//                    the connection to the I/O thread through connected_ (under mu_).
-// Command objects live until the engine is destroyed, after every context is destroyed, so
-// libiscsi's cancel callbacks always find them.
+//   I/O thread       Run(): owns slots_, commands and ready_, and is the only caller of the
+//                    transport (but Wake). Stats() reads atomics from any thread.
 #pragma once
 
 #include <atomic>
@@ -16,83 +16,87 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
-#include "initiator/internal/connection.h"
+#include "initiator/internal/transport.h"
 #include "initiator/iscsi_source.h"
-
-struct scsi_task;
 
 namespace wanbackup::initiator::internal {
 
+struct ReadEngineConfig {
+  SourceGeometry geometry;  // from `lun`, named for messages
+  LunInfo lun;
+  NegotiatedParams negotiated;  // of the first session
+  std::chrono::nanoseconds rtt{0};
+  TuningPlan plan;
+  std::chrono::milliseconds retry_timeout{300000};  // no progress this long: give up
+};
+
 class ReadEngine final : public IscsiSource {
  public:
-  ReadEngine(IscsiSourceOptions options, std::unique_ptr<Connection> first, LunInfo lun,
-             std::chrono::nanoseconds rtt, TuningPlan plan);
+  // Channel 0 of `transport` is open; more are opened as the plan asks.
+  ReadEngine(std::unique_ptr<Transport> transport, ReadEngineConfig config);
   ~ReadEngine() override;
 
   // BlockSource
-  const SourceGeometry& geometry() const override { return geometry_; }
-  uint64_t preferred_request_size() const override { return plan_.io_size; }
+  const SourceGeometry& geometry() const override { return config_.geometry; }
+  uint64_t preferred_request_size() const override { return config_.plan.io_size; }
   size_t preferred_in_flight() const override;
   Status Submit(const ReadRequest& request) override;
   Result<ReadCompletion> Wait() override;
   SourceStats Stats() const override;
 
   // IscsiSource
-  const LunInfo& lun() const override { return lun_; }
-  const TuningPlan& plan() const override { return plan_; }
-  const NegotiatedParams& negotiated() const override { return negotiated_; }
+  const LunInfo& lun() const override { return config_.lun; }
+  const TuningPlan& plan() const override { return config_.plan; }
+  const NegotiatedParams& negotiated() const override { return config_.negotiated; }
 
+  // Starts the I/O thread.
   void Start();
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = Transport::Clock;
   struct Request;
   struct Command;
   struct Slot;
 
   // I/O thread.
   void Run();
+  void Step(TransportEvents* events);
   void TakeSubmissions();
   Command* NewCommand();
   void ManageConnections(Clock::time_point now);
-  void StartConnector(size_t slot_index, bool reconnect);
+  void OnConnected(const ConnectDone& done, Clock::time_point now);
+  void RetireExtraConnections();
   void IssueCommands(Clock::time_point now);
+  Command* SplitToRamp(size_t ready_index, uint32_t limit);
   int CommandBudget() const;  // C x N: commands in flight over all connections
   int PickConnection();       // the slot for the next command, or -1
   void EstimateRates(Clock::time_point now);
-  void PollAndService(Clock::time_point now);
+  Clock::time_point PollDeadline(Clock::time_point now) const;
+  void HandleEvents(const TransportEvents& events);
   void TearDown(size_t slot_index, const Status& why);
-  void OnCommandDone(Command* cmd, int status, scsi_task* task);
+  void OnCommandDone(const CommandDone& done);
+  void OnCommandFailed(Command* cmd, Slot& slot, const CommandDone& done);
   void Requeue(Command* cmd, Clock::time_point not_before);
   void FinishPart(Command* cmd, const Status& status);
   void FailAll(const Status& status);
   void MeasureAndScale(Clock::time_point now);
+  std::string Range(uint64_t lba, uint32_t bytes) const;
   Status NoProgressStatus() const;
-  static void ReadCallback(iscsi_context* iscsi, int status, void* command_data, void* data);
 
-  const IscsiSourceOptions options_;
-  const LunInfo lun_;
-  const std::chrono::nanoseconds rtt_;
-  TuningPlan plan_;
+  const std::unique_ptr<Transport> transport_;
+  ReadEngineConfig config_;
   const int per_connection_limit_;  // most commands on one connection (autotune.h)
-  SourceGeometry geometry_;
-  NegotiatedParams negotiated_;
 
-  // Shared with the consumer and the connectors.
+  // Shared with the consumer.
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
   std::deque<ReadRequest> submitted_;  // GUARDED_BY(mu_)
   std::deque<ReadCompletion> done_;    // GUARDED_BY(mu_)
   Status fatal_;                       // GUARDED_BY(mu_)
-  struct Connected {
-    size_t slot;
-    Result<std::unique_ptr<Connection>> result;
-  };
-  std::vector<Connected> connected_;  // GUARDED_BY(mu_)
-  size_t outstanding_requests_ = 0;   // GUARDED_BY(mu_)
-  int wake_fd_ = -1;
+  size_t outstanding_requests_ = 0;    // GUARDED_BY(mu_)
   std::atomic<bool> stop_{false};
   std::atomic<bool> cancel_requested_{false};
   std::thread io_thread_;
@@ -108,6 +112,8 @@ class ReadEngine final : public IscsiSource {
   std::vector<std::unique_ptr<Command>> commands_;  // every command ever made, for stable addresses
   std::vector<Command*> free_commands_;
   std::deque<Command*> ready_;
+  std::unordered_map<uint64_t, Command*> in_flight_;  // by the id the transport knows it by
+  uint64_t next_command_id_ = 1;
   Clock::time_point last_progress_;
   Clock::time_point rate_tick_{};
   std::chrono::nanoseconds service_interval_{0};  // coalescing of completions (autotune.h)

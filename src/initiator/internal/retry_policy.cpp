@@ -5,13 +5,10 @@
 namespace wanbackup::initiator::internal {
 namespace {
 
-// SAM status bytes and libiscsi's pseudo statuses (iscsi.h).
-constexpr int kGood = 0x00, kCheckCondition = 0x02, kConditionMet = 0x04, kBusy = 0x08;
-constexpr int kReservationConflict = 0x18, kTaskSetFull = 0x28, kTaskAborted = 0x40;
-constexpr int kCancelled = 0x0f000000, kError = 0x0f000001, kTimeout = 0x0f000002;
-// Sense keys (SPC).
-constexpr int kNotReady = 0x2, kMediumError = 0x3, kHardwareError = 0x4, kUnitAttention = 0x6;
-constexpr int kAbortedCommand = 0xb;
+using namespace scsi;
+constexpr int kNotReady = kSenseNotReady, kMediumError = kSenseMediumError;
+constexpr int kHardwareError = kSenseHardwareError, kUnitAttention = kSenseUnitAttention;
+constexpr int kAbortedCommand = kSenseAbortedCommand;
 
 std::chrono::milliseconds Backoff(int attempt) {
   // 10 ms doubling to 2 s: a busy target usually clears within a few commands.

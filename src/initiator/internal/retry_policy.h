@@ -7,6 +7,17 @@
 
 namespace wanbackup::initiator::internal {
 
+// SAM status bytes, libiscsi's pseudo statuses (iscsi.h) and SPC sense keys, by name, for code
+// that must not include libiscsi (the engines, their tests).
+namespace scsi {
+inline constexpr int kGood = 0x00, kCheckCondition = 0x02, kConditionMet = 0x04, kBusy = 0x08;
+inline constexpr int kReservationConflict = 0x18, kTaskSetFull = 0x28, kTaskAborted = 0x40;
+inline constexpr int kCancelled = 0x0f000000, kError = 0x0f000001, kTimeout = 0x0f000002;
+inline constexpr int kSenseNotReady = 0x2, kSenseMediumError = 0x3, kSenseHardwareError = 0x4;
+inline constexpr int kSenseIllegalRequest = 0x5, kSenseUnitAttention = 0x6;
+inline constexpr int kSenseAbortedCommand = 0xb;
+}  // namespace scsi
+
 // How a command ended, in libiscsi's terms (status values are SAM status bytes, plus libiscsi's
 // pseudo statuses for cancelled/error/timeout).
 struct CommandOutcome {
