@@ -211,6 +211,106 @@ Options Parse(int argc, char** argv) {
   return o;
 }
 
+// The benchmark's state between its phases.
+struct Bench {
+  const Options& o;
+  Catalog* catalog;
+  Builder& b;
+  std::string path;
+  std::vector<int64_t> map;  // the latest snapshot's chunk map
+  int64_t snap = 0;          // the latest snapshot
+  std::vector<Digest> first_digests;
+};
+
+// Snapshot 1: a quarter of the chunks all-zero (id 0) in extents of 64, the others new; then
+// dedup lookups of all of them.
+void FirstSnapshot(Bench& x) {
+  const Options& o = x.o;
+  x.map.assign(o.chunks, 0);
+  auto t = Clock::now();
+  x.b.Begin();
+  x.snap = StartSnapshot(x.catalog, o.chunks, 1);
+  for (uint64_t i = 0; i < o.chunks; ++i) {
+    if (i % 256 < 192) x.map[i] = x.b.NewChunk();  // zero space comes in extents
+  }
+  WriteMap(x.catalog, x.b, x.snap, x.map, o.chunks, 1);
+  const double first_s = Seconds(t);
+  const uint64_t first_chunks = x.b.digests().size();
+  std::printf(
+      "snapshot 1: %llu new chunks and the map in %.1f s (%.2f us per chunk); catalog "
+      "%.1f MiB\n",
+      static_cast<unsigned long long>(first_chunks), first_s,
+      first_s * 1e6 / static_cast<double>(o.chunks),
+      static_cast<double>(FileBytes(x.path)) / (1 << 20));
+
+  uint64_t misses = 0;
+  x.first_digests = x.b.digests();
+  const double lookup_s = LookupAll(x.catalog, x.first_digests, &misses);
+  std::printf("dedup lookups at %llu chunks: %.1f s for %zu (%.2f us each, %llu misses)\n",
+              static_cast<unsigned long long>(first_chunks), lookup_s, x.first_digests.size(),
+              lookup_s * 1e6 / static_cast<double>(x.first_digests.size()),
+              static_cast<unsigned long long>(misses));
+}
+
+// Snapshots 2..N, each rewriting --change of the chunks at random places.
+void LaterSnapshots(Bench& x) {
+  const Options& o = x.o;
+  const uint64_t per_snapshot = static_cast<uint64_t>(static_cast<double>(o.chunks) * o.change);
+  std::vector<double> later;
+  for (int n = 2; n <= o.snapshots; ++n) {
+    auto t = Clock::now();
+    x.snap = StartSnapshot(x.catalog, o.chunks, n);
+    for (uint64_t k = 0; k < per_snapshot; ++k) {
+      const uint64_t i = x.b.rng()() % o.chunks;
+      x.map[i] = x.b.NewChunk();
+    }
+    WriteMap(x.catalog, x.b, x.snap, x.map, o.chunks, n);
+    later.push_back(Seconds(t));
+  }
+  x.b.Finish();
+  std::sort(later.begin(), later.end());
+  const double later_median = later.empty() ? 0 : later[later.size() / 2];
+  const double later_max = later.empty() ? 0 : later.back();
+  std::printf(
+      "snapshots 2..%d: %llu new chunks and a full map each: median %.2f s, slowest %.2f "
+      "s\n",
+      o.snapshots, static_cast<unsigned long long>(per_snapshot), later_median, later_max);
+}
+
+// What the next snapshot and a restore do with a full catalog.
+void ReadSide(Bench& x, uint64_t chunks_in_catalog) {
+  const Options& o = x.o;
+  uint64_t misses = 0;
+  const double lookup_s = LookupAll(x.catalog, x.first_digests, &misses);
+  std::printf("dedup lookups at %llu chunks: %.1f s for %zu (%.2f us each)\n",
+              static_cast<unsigned long long>(chunks_in_catalog), lookup_s, x.first_digests.size(),
+              lookup_s * 1e6 / static_cast<double>(x.first_digests.size()));
+  auto t = Clock::now();
+  auto list = x.catalog->Snapshots(false);
+  if (!list.ok()) Die("Snapshots: " + list.status().ToString());
+  std::printf("listing %zu snapshots: %.1f ms\n", list->size(), Seconds(t) * 1e3);
+  t = Clock::now();
+  uint64_t entries = 0, nonzero = 0;
+  Check(x.catalog->ForEachMapSegment(x.snap,
+                                     [&](uint64_t, const std::vector<int64_t>& ids) {
+                                       entries += ids.size();
+                                       for (int64_t id : ids)
+                                         nonzero += id != 0;
+                                       return Status::Ok();
+                                     }),
+        "ForEachMapSegment");
+  std::printf("reading the last snapshot's map (%llu entries): %.1f ms\n",
+              static_cast<unsigned long long>(entries), Seconds(t) * 1e3);
+  if (entries != o.chunks) Die("the map read back has the wrong length");
+  t = Clock::now();
+  for (uint64_t k = 0; k < 100000; ++k) {
+    const int64_t id = x.map[(k * 7919) % o.chunks];
+    auto c = x.catalog->GetChunk(id != 0 ? id : 1);
+    if (!c.ok()) Die("GetChunk: " + c.status().ToString());
+  }
+  std::printf("restore-side chunk lookups by id: %.2f us each\n", Seconds(t) * 10);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,54 +329,11 @@ int main(int argc, char** argv) {
       static_cast<double>(o.chunks) * kChunkSize / (1ull << 40), o.snapshots, o.change * 100,
       static_cast<unsigned long long>(o.batch), path.c_str());
 
-  // Snapshot 1: a quarter of the chunks all-zero (id 0) in extents of 64, the others new.
-  std::vector<int64_t> map(o.chunks, 0);
-  auto t = Clock::now();
-  b.Begin();
-  int64_t snap = StartSnapshot(catalog, o.chunks, 1);
-  for (uint64_t i = 0; i < o.chunks; ++i) {
-    if (i % 256 < 192) map[i] = b.NewChunk();  // zero space comes in extents
-  }
-  WriteMap(catalog, b, snap, map, o.chunks, 1);
-  const double first_s = Seconds(t);
-  const uint64_t first_chunks = b.digests().size();
-  std::printf(
-      "snapshot 1: %llu new chunks and the map in %.1f s (%.2f us per chunk); catalog "
-      "%.1f MiB\n",
-      static_cast<unsigned long long>(first_chunks), first_s,
-      first_s * 1e6 / static_cast<double>(o.chunks),
-      static_cast<double>(FileBytes(path)) / (1 << 20));
-
-  uint64_t misses = 0;
-  const std::vector<Digest> first_digests = b.digests();
-  double lookup_s = LookupAll(catalog, first_digests, &misses);
-  std::printf("dedup lookups at %llu chunks: %.1f s for %zu (%.2f us each, %llu misses)\n",
-              static_cast<unsigned long long>(first_chunks), lookup_s, first_digests.size(),
-              lookup_s * 1e6 / static_cast<double>(first_digests.size()),
-              static_cast<unsigned long long>(misses));
-
-  const uint64_t per_snapshot = static_cast<uint64_t>(static_cast<double>(o.chunks) * o.change);
-  std::vector<double> later;
-  for (int n = 2; n <= o.snapshots; ++n) {
-    t = Clock::now();
-    snap = StartSnapshot(catalog, o.chunks, n);
-    for (uint64_t k = 0; k < per_snapshot; ++k) {
-      const uint64_t i = b.rng()() % o.chunks;
-      map[i] = b.NewChunk();
-    }
-    WriteMap(catalog, b, snap, map, o.chunks, n);
-    later.push_back(Seconds(t));
-  }
-  b.Finish();
-  std::sort(later.begin(), later.end());
-  const double later_median = later.empty() ? 0 : later[later.size() / 2];
-  const double later_max = later.empty() ? 0 : later.back();
+  Bench x{o, catalog, b, path, {}, 0, {}};
+  FirstSnapshot(x);
+  LaterSnapshots(x);
   auto stats = catalog->Stats();
   if (!stats.ok()) Die("Stats: " + stats.status().ToString());
-  std::printf(
-      "snapshots 2..%d: %llu new chunks and a full map each: median %.2f s, slowest %.2f "
-      "s\n",
-      o.snapshots, static_cast<unsigned long long>(per_snapshot), later_median, later_max);
   std::printf(
       "catalog: %llu chunks, %llu packs, %llu snapshots, %.1f MiB on disk (%.1f bytes "
       "per chunk)\n",
@@ -284,35 +341,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(stats->snapshots),
       static_cast<double>(FileBytes(path)) / (1 << 20),
       static_cast<double>(FileBytes(path)) / static_cast<double>(stats->chunks));
-
-  // What the next snapshot and a restore do with a full catalog.
-  lookup_s = LookupAll(catalog, first_digests, &misses);
-  std::printf("dedup lookups at %llu chunks: %.1f s for %zu (%.2f us each)\n",
-              static_cast<unsigned long long>(stats->chunks), lookup_s, first_digests.size(),
-              lookup_s * 1e6 / static_cast<double>(first_digests.size()));
-  t = Clock::now();
-  auto list = catalog->Snapshots(false);
-  if (!list.ok()) Die("Snapshots: " + list.status().ToString());
-  std::printf("listing %zu snapshots: %.1f ms\n", list->size(), Seconds(t) * 1e3);
-  t = Clock::now();
-  uint64_t entries = 0, nonzero = 0;
-  Check(catalog->ForEachMapSegment(snap,
-                                   [&](uint64_t, const std::vector<int64_t>& ids) {
-                                     entries += ids.size();
-                                     for (int64_t id : ids)
-                                       nonzero += id != 0;
-                                     return Status::Ok();
-                                   }),
-        "ForEachMapSegment");
-  std::printf("reading the last snapshot's map (%llu entries): %.1f ms\n",
-              static_cast<unsigned long long>(entries), Seconds(t) * 1e3);
-  if (entries != o.chunks) Die("the map read back has the wrong length");
-  t = Clock::now();
-  for (uint64_t k = 0; k < 100000; ++k) {
-    auto c = catalog->GetChunk(map[(k * 7919) % o.chunks] != 0 ? map[(k * 7919) % o.chunks] : 1);
-    if (!c.ok()) Die("GetChunk: " + c.status().ToString());
-  }
-  std::printf("restore-side chunk lookups by id: %.2f us each\n", Seconds(t) * 10);
+  ReadSide(x, stats->chunks);
   std::printf("peak RSS %llu MiB (the benchmark holds the %llu-entry map and the digests)\n",
               static_cast<unsigned long long>(PeakRssMiB()),
               static_cast<unsigned long long>(o.chunks));

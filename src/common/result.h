@@ -39,10 +39,14 @@ class [[nodiscard]] Result {
 
 #define WB_CONCAT_INNER_(a, b) a##b
 #define WB_CONCAT_(a, b) WB_CONCAT_INNER_(a, b)
+// `lhs` may be a declaration (`auto x`) and `tmp` is declared here: neither can be put in
+// parentheses, which is what bugprone-macro-parentheses asks.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define WB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 // `WB_ASSIGN_OR_RETURN(auto x, Foo());` declares x from Foo()'s value, or returns its Status.
 #define WB_ASSIGN_OR_RETURN(lhs, expr) \

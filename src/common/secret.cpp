@@ -26,7 +26,7 @@ void InitSodiumOnce() {
 }
 
 // A first line longer than this is not a passphrase; reading stops there.
-constexpr size_t kMaxSecretFileBytes = 64 * 1024;
+constexpr size_t kMaxSecretFileBytes = size_t{64} * 1024;
 constexpr size_t kReadStep = 512;
 // sodium_malloc takes whole pages anyway; start with most of one.
 constexpr size_t kMinCapacity = 255;

@@ -50,24 +50,7 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
     return Status::InvalidArgument(path + " is a directory; give a file or device path");
   }
   if (exists && S_ISBLK(st.st_mode)) {
-    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC);
-    if (sink->fd_ < 0) {
-      if (errno == EBUSY) {
-        return Status::Busy(path +
-                            " is in use (mounted, or held by LVM/RAID/swap); refusing to "
-                            "write to it");
-      }
-      return Status::FromErrno(errno, "cannot open " + path);
-    }
-    uint64_t size = 0;
-    if (::ioctl(sink->fd_, BLKGETSIZE64, &size) != 0) {
-      return Status::FromErrno(errno, "cannot read the size of " + path);
-    }
-    if (size < options.expected_size) {
-      return Status::InvalidArgument(path + " holds " + FormatBytes(size) + ", less than the " +
-                                     FormatBytes(options.expected_size) + " to write");
-    }
-    sink->block_device_ = true;
+    WB_RETURN_IF_ERROR(sink->OpenBlockDevice(path, options.expected_size));
     return sink;
   }
   if (exists && S_ISCHR(st.st_mode)) {
@@ -95,17 +78,46 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
     sink->created_in_ = DirectoryOf(path);
     return sink;
   }
-  // Replacing: through a temporary file beside the real one (a symlink's target, not the link).
+  WB_RETURN_IF_ERROR(sink->OpenReplacement(path));
+  return sink;
+}
+
+// Exclusively (a mounted or otherwise held device is refused), and only when it is large enough.
+Status FileSink::OpenBlockDevice(const std::string& path, uint64_t expected_size) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC);
+  if (fd_ < 0) {
+    if (errno == EBUSY) {
+      return Status::Busy(path +
+                          " is in use (mounted, or held by LVM/RAID/swap); refusing to "
+                          "write to it");
+    }
+    return Status::FromErrno(errno, "cannot open " + path);
+  }
+  uint64_t size = 0;
+  if (::ioctl(fd_, BLKGETSIZE64, &size) != 0) {
+    return Status::FromErrno(errno, "cannot read the size of " + path);
+  }
+  if (size < expected_size) {
+    return Status::InvalidArgument(path + " holds " + FormatBytes(size) + ", less than the " +
+                                   FormatBytes(expected_size) + " to write");
+  }
+  block_device_ = true;
+  return Status::Ok();
+}
+
+// Replacing a file: through a temporary file beside the real one (a symlink's target, not the
+// link), renamed over it by Finish.
+Status FileSink::OpenReplacement(const std::string& path) {
   char* real = ::realpath(path.c_str(), nullptr);
   if (real == nullptr) return Status::FromErrno(errno, "cannot resolve " + path);
-  sink->replace_path_ = real;
+  replace_path_ = real;
   std::free(real);
-  sink->created_in_ = DirectoryOf(sink->replace_path_);
-  std::string temp = sink->created_in_ + "/.wanbackup-restore-XXXXXX";
-  sink->fd_ = ::mkostemp(temp.data(), O_CLOEXEC);  // O_EXCL, mode 0600
-  if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create a file beside " + path);
-  sink->temp_path_ = temp;
-  return sink;
+  created_in_ = DirectoryOf(replace_path_);
+  std::string temp = created_in_ + "/.wanbackup-restore-XXXXXX";
+  fd_ = ::mkostemp(temp.data(), O_CLOEXEC);  // O_EXCL, mode 0600
+  if (fd_ < 0) return Status::FromErrno(errno, "cannot create a file beside " + path);
+  temp_path_ = temp;
+  return Status::Ok();
 }
 
 FileSink::~FileSink() {

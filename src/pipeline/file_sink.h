@@ -39,6 +39,8 @@ class FileSink : public BlockSink {
 
  private:
   FileSink() = default;
+  Status OpenBlockDevice(const std::string& path, uint64_t expected_size);
+  Status OpenReplacement(const std::string& path);
   std::string name_;
   int fd_ = -1;
   bool owns_fd_ = true;

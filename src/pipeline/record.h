@@ -42,7 +42,7 @@ struct RecordHeader {
 
 void WriteRecordHeader(const RecordHeader& header, uint8_t* out);
 // Fails with Corruption when the magic or the header checksum is wrong.
-Result<RecordHeader> ParseRecordHeader(const uint8_t* bytes);
+Result<RecordHeader> ParseRecordHeader(const uint8_t* in);
 
 uint32_t Crc32c(const uint8_t* data, size_t size, uint32_t crc = 0);
 

@@ -103,6 +103,8 @@ class Snapshotter {
                               RecordKind kind, uint32_t raw_size);
   Status Commit(bool force);
   Status BeginSnapshotRow(SnapshotResult* result);
+  uint64_t ReserveMemory();
+  Status SealSnapshot();
   void KeepWhatIsDurable();
   Status StartPack();
   Status SyncPack();
@@ -442,8 +444,7 @@ Status Snapshotter::BeginSnapshotRow(SnapshotResult* result) {
   info_.size_bytes = size_;
   info_.block_size = source_.geometry().block_size;
   info_.chunk_size = static_cast<uint32_t>(chunk_size_);
-  info_.started_unix_ms =
-      options_.fake_start_unix_ms != 0 ? options_.fake_start_unix_ms : UnixMs();
+  info_.started_unix_ms = options_.fake_start_unix_ms != 0 ? options_.fake_start_unix_ms : UnixMs();
   clock_offset_ms_ = info_.started_unix_ms - UnixMs();
   WB_ASSIGN_OR_RETURN(info_.id, catalog_.BeginSnapshot(info_));
   return txn->Commit();
@@ -464,6 +465,41 @@ void Snapshotter::KeepWhatIsDurable() {
   }
 }
 
+// Buffers enough for the source's window and every worker, within the memory budget, and the
+// record slots; returns the most memory they can hold.
+uint64_t Snapshotter::ReserveMemory() {
+  const size_t wanted = source_.preferred_in_flight() + 2 * static_cast<size_t>(workers_) + 2;
+  const size_t affordable =
+      std::max<size_t>(static_cast<size_t>(workers_) + 2,
+                       options_.max_memory / chunk_size_ > static_cast<uint64_t>(workers_) + 2
+                           ? static_cast<size_t>(options_.max_memory / chunk_size_ - workers_ - 2)
+                           : static_cast<size_t>(workers_) + 2);
+  buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
+  const int record_slots = std::min(kMaxRecordSlots, workers_ + 2);
+  record_slots_.release(record_slots);
+  return (buffers_->count() + record_slots) * chunk_size_;
+}
+
+// The sealed snapshot record goes into the pack with everything it names, and the same fsync
+// makes it durable before the catalog's final commit (docs/durability.md).
+Status Snapshotter::SealSnapshot() {
+  // The sealed snapshot record goes into the pack with everything it names, and the same
+  // fsync makes it durable before the catalog's final commit (docs/durability.md).
+  info_.finished_unix_ms = UnixMs() + clock_offset_ms_;
+  info_.status = catalog::SnapshotStatus::kComplete;
+  const uint64_t bytes_stored = info_.bytes_stored;
+  WB_ASSIGN_OR_RETURN(const int64_t record_id, sealer_->Finish(repo_.config().id, info_));
+  info_.bytes_stored = bytes_stored;  // as sealed: the record cannot count its own bytes
+  WB_FAILPOINT("snapshot.before-finish");
+  WB_RETURN_IF_ERROR(SyncPack());
+  info_.record_id = record_id;
+  WB_RETURN_IF_ERROR(catalog_.FinishSnapshot(info_));
+  WB_RETURN_IF_ERROR(txn_->Commit());
+  txn_.reset();
+  WB_FAILPOINT("snapshot.after-finish");
+  return Status::Ok();
+}
+
 Result<SnapshotResult> Snapshotter::Run() {
   SnapshotResult result;
   WB_RETURN_IF_ERROR(BeginSnapshotRow(&result));
@@ -473,18 +509,7 @@ Result<SnapshotResult> Snapshotter::Run() {
       [this](const std::vector<uint8_t>& record, const Digest& digest, RecordKind kind,
              uint32_t raw_size) { return StoreRecord(record, digest, kind, raw_size); });
 
-  // Buffers: enough for the source's window and every worker, within the memory budget.
-  const size_t wanted = source_.preferred_in_flight() + 2 * static_cast<size_t>(workers_) + 2;
-  const size_t affordable =
-      std::max<size_t>(static_cast<size_t>(workers_) + 2,
-                       options_.max_memory / chunk_size_ > static_cast<uint64_t>(workers_) + 2
-                           ? static_cast<size_t>(options_.max_memory / chunk_size_ - workers_ - 2)
-                           : static_cast<size_t>(workers_) + 2);
-  buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
-  const int record_slots = std::min(kMaxRecordSlots, workers_ + 2);
-  result.peak_buffer_bytes = (buffers_->count() + record_slots) * chunk_size_;
-
-  record_slots_.release(record_slots);
+  result.peak_buffer_bytes = ReserveMemory();
   WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
   start_ = Clock::now();
   std::thread reader([this] {
@@ -507,20 +532,7 @@ Result<SnapshotResult> Snapshotter::Run() {
     KeepWhatIsDurable();
     return status;
   }
-  // The sealed snapshot record goes into the pack with everything it names, and the same
-  // fsync makes it durable before the catalog's final commit (docs/durability.md).
-  info_.finished_unix_ms = UnixMs() + clock_offset_ms_;
-  info_.status = catalog::SnapshotStatus::kComplete;
-  const uint64_t bytes_stored = info_.bytes_stored;
-  WB_ASSIGN_OR_RETURN(const int64_t record_id, sealer_->Finish(repo_.config().id, info_));
-  info_.bytes_stored = bytes_stored;  // as sealed: the record cannot count its own bytes
-  WB_FAILPOINT("snapshot.before-finish");
-  WB_RETURN_IF_ERROR(SyncPack());
-  info_.record_id = record_id;
-  WB_RETURN_IF_ERROR(catalog_.FinishSnapshot(info_));
-  WB_RETURN_IF_ERROR(txn_->Commit());
-  txn_.reset();
-  WB_FAILPOINT("snapshot.after-finish");
+  WB_RETURN_IF_ERROR(SealSnapshot());
   Report(true);
   result.info = info_;
   result.stages = clock_.Seconds();

@@ -6,12 +6,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
 #include "support/testbed.h"
 
 using namespace std::chrono_literals;
@@ -23,14 +25,8 @@ using wanbackup::testing::Testbed;
 
 namespace {
 
-struct OutDir {
-  OutDir() {
-    char tmpl[] = "/tmp/wb-copy-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~OutDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string path;
+struct OutDir : wanbackup::testing::TempDir {
+  OutDir() : TempDir("copy") {}
 };
 
 std::string LunUrl(int lun) {
@@ -57,7 +53,7 @@ TEST_CASE("copy: a 512-byte-block LUN is copied bit-exact with default settings"
           "[copy][integration]") {
   const Testbed& bed = Testbed::Get();
   OutDir out;
-  const std::string file = out.path + "/lun1.img";
+  const std::string file = out.path() + "/lun1.img";
   auto summary = Summary(bed.Wanbackup({"copy", LunUrl(1), file, "--json"}));
   CHECK(summary["bytes"].get<uint64_t>() == std::stoull(bed.Var("LUN1_SIZE")));
   CHECK(summary["connections"].get<int>() >= 1);  // one suffices on a LAN
@@ -75,7 +71,7 @@ TEST_CASE(
   bed.Wan("set delay=20ms");
   OutDir out;
   for (const char* connections : {"1", "4"}) {
-    const std::string file = out.path + "/lun2-" + connections + ".img";
+    const std::string file = out.path() + "/lun2-" + connections + ".img";
     // 1 MiB READs: the LUN (40 MiB + 8 KiB) is no multiple of them.
     auto summary = Summary(bed.Wanbackup(
         {"copy", LunUrl(2), file, "--json", "--connections", connections, "--io-size", "1M"}));
@@ -91,7 +87,7 @@ TEST_CASE("copy: the paper's baseline mode reads one 128 KiB READ at a time, bit
   const Testbed& bed = Testbed::Get();
   bed.Wan("set delay=8ms");
   OutDir out;
-  const std::string file = out.path + "/baseline.img";
+  const std::string file = out.path() + "/baseline.img";
   auto summary = Summary(
       bed.Wanbackup({"copy", LunUrl(1), file, "--json", "--paper-baseline", "--length", "6M"}));
   CHECK(summary["connections"].get<int>() == 1);
@@ -116,7 +112,7 @@ TEST_CASE("copy: an existing destination is refused without --force and left unt
           "[copy][integration]") {
   const Testbed& bed = Testbed::Get();
   OutDir out;
-  const std::string file = out.path + "/keep.img";
+  const std::string file = out.path() + "/keep.img";
   std::ofstream(file) << "keep me";
   RunResult r = bed.Wanbackup({"copy", LunUrl(2), file});
   CHECK(r.exit_code == 2);
@@ -165,7 +161,7 @@ TEST_CASE("copy: a short blackhole mid-copy is ridden out and the copy is bit-ex
   const Testbed& bed = Testbed::Get();
   bed.Wan("set delay=10ms rate=160mbit");  // 64 MiB take about 4 s
   OutDir out;
-  const std::string file = out.path + "/blackhole.img";
+  const std::string file = out.path() + "/blackhole.img";
   RunResult r;
   // Catch is not thread-safe: everything that may assert is done before the thread starts.
   const std::vector<std::string> args = {"copy", LunUrl(1), file, "--json"};
@@ -173,7 +169,14 @@ TEST_CASE("copy: a short blackhole mid-copy is ridden out and the copy is bit-ex
   std::this_thread::sleep_for(1500ms);
   bed.Wan("blackhole 2s");
   copy.join();
-  Summary(r);
+  auto summary = Summary(r);
+  // The blackhole hit the copy (it began 1.5 s in and lasted 2 s) ...
+  CHECK(summary["seconds"].get<double>() >= 3.5);
+  // ... and was ridden out by TCP alone: 2 s is far below the command timeout (30 s), so no
+  // READ was given up on and no connection was dropped.
+  CHECK(summary["retries"].get<int>() == 0);
+  CHECK(summary["reconnects"].get<int>() == 0);
+  CHECK(summary["bytes"].get<uint64_t>() == std::filesystem::file_size(bed.Var("LUN1_FILE")));
   CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
 }
 
@@ -185,7 +188,7 @@ TEST_CASE(
   const Testbed& bed = Testbed::Get();
   bed.Wan("set delay=10ms rate=160mbit");
   OutDir out;
-  const std::string file = out.path + "/reconnect.img";
+  const std::string file = out.path() + "/reconnect.img";
   RunResult r;
   const std::vector<std::string> args = {
       "copy", LunUrl(1),         file, "--json",        "--timeout",
@@ -207,8 +210,9 @@ TEST_CASE("copy: when the target dies mid-copy it gives up with a clear error an
   // A target of its own, so killing it leaves the shared ones alone.
   const std::string dir = bed.dir + "/doomed-target";
   const std::string iqn = "iqn.2026-11.org.wanbackup:doomed";
-  RunResult started = Run({WB_SOURCE_DIR "/scripts/reftarget", "start", "--dir", dir, "--netns",
-                           bed.netns_b, "--portal", "0.0.0.0:3262", "--iqn", iqn, "--size", "64M"});
+  const std::string reftarget = std::string(WB_SOURCE_DIR) + "/scripts/reftarget";
+  RunResult started = Run({reftarget, "start", "--dir", dir, "--netns", bed.netns_b, "--portal",
+                           "0.0.0.0:3262", "--iqn", iqn, "--size", "64M"});
   INFO(started.err);
   REQUIRE(started.exit_code == 0);
   bed.Wan("set rate=80mbit");  // 64 MiB take about 7 s

@@ -36,7 +36,7 @@ RunOptions WithPass() {
   return o;
 }
 
-RunResult Local(std::vector<std::string> args, RunOptions options = WithPass()) {
+RunResult Local(std::vector<std::string> args, const RunOptions& options = WithPass()) {
   args.insert(args.begin(), WB_WANBACKUP_BIN);
   return Run(args, options);
 }

@@ -1,7 +1,10 @@
 // The reference target as libiscsi's own tools and wanbackup probe see it through the WAN.
+#include <set>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/golden.h"
 #include "support/testbed.h"
 
 using wanbackup::testing::LinkScope;
@@ -71,6 +74,25 @@ TEST_CASE("probe: reports size and block size and negotiation of every LUN as JS
     CHECK_FALSE(lun["serial"].get<std::string>().empty());
   }
   CHECK(disks == 2);
+}
+
+TEST_CASE("golden: probe --json has its golden shape, for a LUN and for a refused discovery",
+          "[probe][integration][golden]") {
+  const Testbed& bed = Testbed::Get();
+  // Serials and identifiers are unique to each testbed; the rate test's figures and the plan
+  // it reached depend on the measured round trip.
+  const std::set<std::string> measured = {"login_ms", "serial",      "identifier",
+                                          "bytes",    "connections", "queue_depth",
+                                          "io_size",  "plan",        "recommended_flags"};
+  RunResult lun = bed.Wanbackup({"probe", Url(bed.Var("PLAIN_IQN"), 1), "--json"});
+  INFO(lun.err);
+  REQUIRE(lun.exit_code == 0);
+  wanbackup::testing::CheckGolden("json/probe-lun.json",
+                                  wanbackup::testing::JsonShape(lun.out, bed.dir, measured));
+  RunResult refused = bed.Wanbackup({"probe", "iscsi://" + bed.Var("CHAP_PORTAL"), "--json"});
+  CHECK(refused.exit_code == 5);
+  wanbackup::testing::CheckGolden("json/probe-discovery-refused.json",
+                                  wanbackup::testing::JsonShape(refused.out, bed.dir));
 }
 
 TEST_CASE("probe: the human table shows the LUN size in bytes", "[probe][integration]") {

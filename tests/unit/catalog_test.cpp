@@ -6,20 +6,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.h"
+
 using wanbackup::StatusCode;
 using namespace wanbackup::catalog;
 
 namespace {
 
 struct TempDb {
-  TempDb() {
-    char tmpl[] = "/tmp/wb-catalog-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    path = dir + "/catalog.db";
-  }
-  ~TempDb() { std::system(("rm -rf " + dir).c_str()); }
-  std::string dir, path;
+  wanbackup::testing::TempDir tmp{"catalog"};
+  std::string dir = tmp.path();
+  std::string path = tmp / "catalog.db";
 };
 
 Digest D(uint8_t b) {

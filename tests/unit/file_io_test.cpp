@@ -13,6 +13,7 @@
 #include "pipeline/copier.h"
 #include "pipeline/file_sink.h"
 #include "pipeline/file_source.h"
+#include "support/temp_dir.h"
 
 using wanbackup::StatusCode;
 using wanbackup::pipeline::FileSink;
@@ -21,14 +22,8 @@ using wanbackup::pipeline::FileSource;
 
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/wb-fileio-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string path;
+struct TempDir : wanbackup::testing::TempDir {
+  TempDir() : wanbackup::testing::TempDir("fileio") {}
 };
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
@@ -40,7 +35,7 @@ std::vector<uint8_t> ReadAll(const std::string& path) {
 
 TEST_CASE("file sink: an existing file is kept unless overwriting is asked for", "[fileio]") {
   TempDir dir;
-  const std::string path = dir.path + "/out.img";
+  const std::string path = dir.path() + "/out.img";
   std::ofstream(path) << "precious";
   auto refused = FileSink::Open(path, FileSinkOptions{});
   REQUIRE_FALSE(refused.ok());
@@ -54,7 +49,7 @@ TEST_CASE("file sink: an existing file is kept unless overwriting is asked for",
 
 TEST_CASE("file sink: new files are private and keep holes where nothing was written", "[fileio]") {
   TempDir dir;
-  const std::string path = dir.path + "/sparse.img";
+  const std::string path = dir.path() + "/sparse.img";
   auto sink = FileSink::Open(path, FileSinkOptions{});
   REQUIRE(sink.ok());
   CHECK((*sink)->zeros_are_free());
@@ -70,15 +65,15 @@ TEST_CASE("file sink: new files are private and keep holes where nothing was wri
 
 TEST_CASE("file sink: a directory or a missing parent is refused clearly", "[fileio]") {
   TempDir dir;
-  CHECK(FileSink::Open(dir.path, FileSinkOptions{}).status().code() ==
+  CHECK(FileSink::Open(dir.path(), FileSinkOptions{}).status().code() ==
         StatusCode::kInvalidArgument);
-  CHECK(FileSink::Open(dir.path + "/no/such/dir/x.img", FileSinkOptions{}).status().code() ==
+  CHECK(FileSink::Open(dir.path() + "/no/such/dir/x.img", FileSinkOptions{}).status().code() ==
         StatusCode::kNotFound);
 }
 
 TEST_CASE("file source to file sink: a copy of an odd-sized file is bit-exact", "[fileio]") {
   TempDir dir;
-  const std::string in = dir.path + "/in.img", out = dir.path + "/out.img";
+  const std::string in = dir.path() + "/in.img", out = dir.path() + "/out.img";
   std::vector<uint8_t> data(9 * 1024 * 1024 + 123);
   for (size_t i = 0; i < data.size(); ++i)
     data[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
@@ -98,9 +93,9 @@ TEST_CASE("file source to file sink: a copy of an odd-sized file is bit-exact", 
 
 TEST_CASE("file source: a missing or empty file is refused", "[fileio]") {
   TempDir dir;
-  CHECK(FileSource::Open(dir.path + "/missing").status().code() == StatusCode::kNotFound);
-  std::ofstream(dir.path + "/empty");
-  CHECK(FileSource::Open(dir.path + "/empty").status().code() == StatusCode::kInvalidArgument);
+  CHECK(FileSource::Open(dir.path() + "/missing").status().code() == StatusCode::kNotFound);
+  { std::ofstream empty(dir.path() + "/empty"); }  // created, and closed at once
+  CHECK(FileSource::Open(dir.path() + "/empty").status().code() == StatusCode::kInvalidArgument);
 }
 
 namespace {
@@ -116,7 +111,7 @@ size_t Entries(const std::string& dir) {
 
 TEST_CASE("file sink: a replacement left unfinished leaves the old file untouched", "[fileio]") {
   TempDir dir;
-  const std::string path = dir.path + "/out.img";
+  const std::string path = dir.path() + "/out.img";
   std::ofstream(path) << "precious";
   FileSinkOptions force;
   force.overwrite = true;
@@ -125,16 +120,16 @@ TEST_CASE("file sink: a replacement left unfinished leaves the old file untouche
     REQUIRE(sink.ok());
     const std::vector<uint8_t> block(4096, 0xab);
     REQUIRE((*sink)->Write(0, block.data(), block.size()).ok());
-    CHECK(Entries(dir.path) == 2);  // the data goes to a file beside it
+    CHECK(Entries(dir.path()) == 2);  // the data goes to a file beside it
   }
   CHECK(ReadAll(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
-  CHECK(Entries(dir.path) == 1);  // and that file is gone
+  CHECK(Entries(dir.path()) == 1);  // and that file is gone
 }
 
 TEST_CASE("file sink: a finished replacement is whole, private and leaves nothing beside it",
           "[fileio]") {
   TempDir dir;
-  const std::string path = dir.path + "/out.img";
+  const std::string path = dir.path() + "/out.img";
   std::ofstream(path) << "precious";
   REQUIRE(::chmod(path.c_str(), 0644) == 0);
   FileSinkOptions force;
@@ -150,12 +145,12 @@ TEST_CASE("file sink: a finished replacement is whole, private and leaves nothin
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK(Entries(dir.path) == 1);
+  CHECK(Entries(dir.path()) == 1);
 }
 
 TEST_CASE("file source: direct reads at unaligned offsets and lengths are exact", "[fileio]") {
   TempDir dir;
-  const std::string in = dir.path + "/in.img";
+  const std::string in = dir.path() + "/in.img";
   std::vector<uint8_t> data(3 * 1024 * 1024 + 123);
   for (size_t i = 0; i < data.size(); ++i)
     data[i] = static_cast<uint8_t>(i * 2654435761u >> 13);

@@ -12,6 +12,7 @@
 #include "pipeline/snapshotter.h"
 #include "pipeline/verifier.h"
 #include "support/memory_block_io.h"
+#include "support/temp_dir.h"
 
 using wanbackup::Secret;
 using wanbackup::StatusCode;
@@ -20,14 +21,9 @@ using namespace wanbackup::pipeline;
 namespace {
 
 struct TempRepo {
-  TempRepo() {
-    char tmpl[] = "/tmp/wb-repo-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    path = dir + "/repo";
-  }
-  ~TempRepo() { std::system(("rm -rf " + dir).c_str()); }
-  std::string dir, path;
+  wanbackup::testing::TempDir tmp{"repo"};
+  std::string dir = tmp.path();
+  std::string path = tmp / "repo";
 };
 
 InitOptions Quick(const char* passphrase) {

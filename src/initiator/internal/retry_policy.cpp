@@ -27,7 +27,6 @@ RetryDecision DecideRetry(const CommandOutcome& o, int attempt) {
     case kBusy:
     case kTaskSetFull:
     case kReservationConflict:
-      return {RetryAction::kRetryLater, Backoff(attempt)};
     case kTaskAborted:
       return {RetryAction::kRetryLater, Backoff(attempt)};
     case kCancelled:

@@ -42,7 +42,6 @@ Status TaskStatus(int status, const scsi_task* task, iscsi_context* iscsi, std::
       const std::string sense = prefix + SenseText(*task);
       switch (task->sense.key) {
         case SCSI_SENSE_UNIT_ATTENTION:
-          return Status::Unavailable(sense);
         case SCSI_SENSE_NOT_READY:
           return Status::Unavailable(sense);
         case SCSI_SENSE_MEDIUM_ERROR:
