@@ -88,9 +88,9 @@ class FakeTransport final : public wbi::Transport {
 
   // Transport
   Clock::time_point Now() const override;
-  void Connect(size_t channel, bool reconnect) override;
-  Status Read(size_t channel, const wbi::BlockCommand& command) override;
-  void Close(size_t channel) override;
+  void Connect(size_t index, bool reconnect) override;
+  Status Read(size_t index, const wbi::BlockCommand& command) override;
+  void Close(size_t index) override;
   void Poll(Clock::time_point deadline, wbi::TransportEvents* events) override;
   void SleepUntil(Clock::time_point until) override;
   void Wake() override;

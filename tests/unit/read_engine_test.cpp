@@ -40,10 +40,10 @@ struct Rig {
   std::unique_ptr<ReadEngine> engine;
 };
 
-// Builds an engine over a fake link; `script` sets the fake's hooks before the engine starts.
-Rig Start(const FakeLinkOptions& link, const TuningPlan& plan,
-          const std::function<void(FakeTransport&)>& script = {},
-          std::chrono::milliseconds retry_timeout = 300s) {
+// Builds an engine over a fake link; `script` sets the fake's hooks.
+Rig Make(const FakeLinkOptions& link, const TuningPlan& plan,
+         const std::function<void(FakeTransport&)>& script = {},
+         std::chrono::milliseconds retry_timeout = 300s) {
   auto fake = std::make_unique<FakeTransport>(link);
   if (script) script(*fake);
   ReadEngineConfig config;
@@ -58,8 +58,7 @@ Rig Start(const FakeLinkOptions& link, const TuningPlan& plan,
   Rig rig;
   rig.fake = fake.get();
   rig.engine = std::make_unique<ReadEngine>(std::move(fake), std::move(config));
-  rig.engine->Start();
-  return rig;
+  return rig;  // ReadAll starts it once everything is submitted: the same run on any machine
 }
 
 struct ReadOutcome {
@@ -69,7 +68,8 @@ struct ReadOutcome {
   bool content_ok = false;
 };
 
-// Reads the whole LUN in `request_bytes` requests, all submitted at once. With `shared_buffer`
+// Reads the whole LUN in `request_bytes` requests, all submitted before the engine starts (so
+// that how fast this thread runs cannot change what the engine decides). With `shared_buffer`
 // every request reads into the same buffer (for long runs where only the engine's behaviour
 // matters; nothing is checked).
 ReadOutcome ReadAll(ReadEngine& engine, uint64_t request_bytes, bool shared_buffer = false) {
@@ -95,6 +95,7 @@ ReadOutcome ReadAll(ReadEngine& engine, uint64_t request_bytes, bool shared_buff
     }
     ++submitted;
   }
+  engine.Start();
   for (size_t i = 0; i < submitted; ++i) {
     auto c = engine.Wait();
     if (!c.ok()) {
@@ -120,7 +121,7 @@ bool Covers(const FakeRead& read, uint64_t lba) {
 TEST_CASE("read engine: reads a LUN whole over several connections", "[engine]") {
   FakeLinkOptions link;
   link.lun_bytes = 16 << 20;
-  Rig rig = Start(link, Plan(4, 2, 256 << 10));
+  Rig rig = Make(link, Plan(4, 2, 256 << 10));
   ReadOutcome out = ReadAll(*rig.engine, 1 << 20);
   REQUIRE(out.fatal.ok());
   CHECK(out.failures.empty());
@@ -137,7 +138,7 @@ TEST_CASE("read engine: a connection lost mid-READ is replaced and its READs re-
           "[engine]") {
   FakeLinkOptions link;
   link.lun_bytes = 16 << 20;
-  Rig rig = Start(link, Plan(3, 2, 256 << 10), [](FakeTransport& fake) {
+  Rig rig = Make(link, Plan(3, 2, 256 << 10), [](FakeTransport& fake) {
     fake.on_read = [](const FakeRead& r) {
       if (r.channel == 1 && r.login == 1 && r.nth == 4)
         return FakeAnswer{FakeAnswer::Kind::kLoseChannel};
@@ -157,7 +158,7 @@ TEST_CASE("read engine: a READ that times out costs its connection, not the data
   FakeLinkOptions link;
   link.lun_bytes = 8 << 20;
   link.command_timeout = 30s;
-  Rig rig = Start(link, Plan(2, 2, 256 << 10), [](FakeTransport& fake) {
+  Rig rig = Make(link, Plan(2, 2, 256 << 10), [](FakeTransport& fake) {
     fake.on_read = [](const FakeRead& r) {
       if (r.channel == 0 && r.login == 1 && r.nth == 3) return FakeAnswer{FakeAnswer::Kind::kHang};
       return FakeAnswer{};
@@ -177,7 +178,7 @@ TEST_CASE("read engine: with no progress for the retry timeout it gives up namin
   FakeLinkOptions link;
   link.lun_bytes = 4 << 20;
   link.command_timeout = 60s;
-  Rig rig = Start(
+  Rig rig = Make(
       link, Plan(2, 2, 256 << 10),
       [](FakeTransport& fake) {
         fake.on_read = [](const FakeRead&) { return FakeAnswer{FakeAnswer::Kind::kHang}; };
@@ -196,7 +197,7 @@ TEST_CASE("read engine: a connection that answers slower gets fewer READs", "[en
   link.lun_bytes = 64 << 20;
   link.channel_bytes_per_second = 20e6;
   link.slowdown = [](size_t channel) { return channel == 1 ? 8.0 : 1.0; };
-  Rig rig = Start(link, Plan(4, 2, 256 << 10));
+  Rig rig = Make(link, Plan(4, 2, 256 << 10));
   ReadOutcome out = ReadAll(*rig.engine, 1 << 20);
   REQUIRE(out.fatal.ok());
   CHECK(out.content_ok);
@@ -214,7 +215,7 @@ TEST_CASE("read engine: the last READ stops at the LUN's end and a short one is 
   link.lun_bytes = (1 << 20) + 3 * 512;  // not a multiple of the READ size
   const uint64_t last_lba = link.lun_bytes / 512 - 1;
   int shorts = 0;
-  Rig rig = Start(link, Plan(2, 2, 64 << 10), [&](FakeTransport& fake) {
+  Rig rig = Make(link, Plan(2, 2, 64 << 10), [&](FakeTransport& fake) {
     fake.on_read = [&shorts, last_lba](const FakeRead& r) {
       if (Covers(r, last_lba) && shorts++ == 0) return FakeAnswer{FakeAnswer::Kind::kShort};
       return FakeAnswer{};
@@ -233,7 +234,7 @@ TEST_CASE("read engine: a range the target keeps answering short fails alone, na
   FakeLinkOptions link;
   link.lun_bytes = 1 << 20;
   const uint64_t last_lba = link.lun_bytes / 512 - 1;
-  Rig rig = Start(link, Plan(2, 2, 64 << 10), [&](FakeTransport& fake) {
+  Rig rig = Make(link, Plan(2, 2, 64 << 10), [&](FakeTransport& fake) {
     fake.on_read = [last_lba](const FakeRead& r) {
       return Covers(r, last_lba) ? FakeAnswer{FakeAnswer::Kind::kShort} : FakeAnswer{};
     };
@@ -252,7 +253,7 @@ TEST_CASE("read engine: a medium error is retried twice, then that range fails",
   link.lun_bytes = 1 << 20;
   int tries = 0;
   uint32_t failed_bytes = 0;
-  Rig rig = Start(link, Plan(1, 2, 64 << 10), [&](FakeTransport& fake) {
+  Rig rig = Make(link, Plan(1, 2, 64 << 10), [&](FakeTransport& fake) {
     fake.on_read = [&tries, &failed_bytes](const FakeRead& r) {
       if (!Covers(r, 0)) return FakeAnswer{};
       ++tries;
@@ -273,7 +274,7 @@ TEST_CASE("read engine: failed logins back off and retry; a refused one ends the
   link.lun_bytes = 32 << 20;
   link.channel_bytes_per_second = 5e6;  // long enough to see the back-off through
   SECTION("transient") {
-    Rig rig = Start(link, Plan(2, 2, 256 << 10), [](FakeTransport& fake) {
+    Rig rig = Make(link, Plan(2, 2, 256 << 10), [](FakeTransport& fake) {
       fake.on_login = [](size_t channel, int attempt) {
         return channel == 1 && attempt <= 2 ? Status::Unavailable("connection refused")
                                             : Status::Ok();
@@ -285,7 +286,7 @@ TEST_CASE("read engine: failed logins back off and retry; a refused one ends the
     CHECK(rig.fake->logins() >= 4);  // the first session, two refusals, the one that worked
   }
   SECTION("permanent") {
-    Rig rig = Start(link, Plan(2, 2, 256 << 10), [](FakeTransport& fake) {
+    Rig rig = Make(link, Plan(2, 2, 256 << 10), [](FakeTransport& fake) {
       fake.on_login = [](size_t channel, int) {
         return channel == 1 ? Status::AuthFailed("CHAP refused") : Status::Ok();
       };
@@ -305,7 +306,7 @@ TEST_CASE("read engine: autotune adds connections while each step pays, then sto
   link.rtt = 50ms;
   link.channel_bytes_per_second = 10e6;
   link.link_bytes_per_second = [](int) { return 3.2e6; };
-  Rig rig = Start(link, Plan(4, 2, 8 << 10, /*adapt=*/true));
+  Rig rig = Make(link, Plan(4, 2, 8 << 10, /*adapt=*/true));
   ReadOutcome out = ReadAll(*rig.engine, 1 << 20, /*shared_buffer=*/true);
   REQUIRE(out.fatal.ok());
   CHECK(out.failures.empty());
@@ -323,7 +324,7 @@ TEST_CASE("read engine: autotune drops the connections of a step that cost throu
   link.rtt = 50ms;
   link.channel_bytes_per_second = 10e6;
   link.link_bytes_per_second = [](int n) { return n <= 9 ? 3.2e6 : 1.6e6; };
-  Rig rig = Start(link, Plan(4, 2, 8 << 10, /*adapt=*/true));
+  Rig rig = Make(link, Plan(4, 2, 8 << 10, /*adapt=*/true));
   ReadOutcome out = ReadAll(*rig.engine, 1 << 20, /*shared_buffer=*/true);
   REQUIRE(out.fatal.ok());
   const auto stats = rig.engine->Stats();

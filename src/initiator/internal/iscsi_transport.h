@@ -36,9 +36,9 @@ class IscsiTransport final : public Transport {
   IscsiTransport& operator=(const IscsiTransport&) = delete;
 
   Clock::time_point Now() const override { return Clock::now(); }
-  void Connect(size_t channel, bool reconnect) override;
-  Status Read(size_t channel, const BlockCommand& command) override;
-  void Close(size_t channel) override;
+  void Connect(size_t index, bool reconnect) override;
+  Status Read(size_t index, const BlockCommand& command) override;
+  void Close(size_t index) override;
   void Poll(Clock::time_point deadline, TransportEvents* events) override;
   void SleepUntil(Clock::time_point until) override;
   void Wake() override;
