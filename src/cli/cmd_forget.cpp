@@ -31,15 +31,6 @@ struct ForgetCommandOptions {
   RepoFlags repo;
 };
 
-std::string LocalTime(int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
-
 std::string JoinIds(const std::vector<int64_t>& ids) {
   std::string s;
   for (int64_t id : ids)

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/console.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
 
@@ -18,15 +19,6 @@ struct SnapshotsCommandOptions {
   bool json = false;
   bool all = false;
 };
-
-std::string LocalTime(int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
 
 const char* StatusText(catalog::SnapshotStatus s) {
   switch (s) {

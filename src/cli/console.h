@@ -2,6 +2,8 @@
 // Never pass a secret to these. Thread-safe (each call writes one line atomically).
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace wanbackup::cli {
@@ -11,5 +13,7 @@ void PrintWarning(std::string_view message);
 // Informational line on stderr, shown unless --quiet.
 void PrintInfo(std::string_view message);
 void SetQuiet(bool quiet);
+// A snapshot time for people: local time, "2026-11-25 10:30:00".
+std::string LocalTime(int64_t unix_ms);
 
 }  // namespace wanbackup::cli

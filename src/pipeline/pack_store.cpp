@@ -9,18 +9,10 @@
 #include <cerrno>
 #include <tuple>
 
+#include "pipeline/fs_util.h"
+
 namespace wanbackup::pipeline {
 namespace {
-
-Status SyncDir(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "opening " + path);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "flushing " + path);
-  return Status::Ok();
-}
 
 // Owns its descriptor.
 class LocalPackReader final : public PackReader {

@@ -35,7 +35,7 @@ Result<UnusedLimit> ParseUnusedLimit(const std::string& text) {
   return limit;
 }
 
-PrunePlan PlanPrune(std::vector<PackUsage> packs, const UnusedLimit& limit) {
+PrunePlan PlanPrune(const std::vector<PackUsage>& packs, const UnusedLimit& limit) {
   PrunePlan plan;
   uint64_t live = 0;
   std::vector<PackUsage> candidates;

@@ -40,6 +40,6 @@ struct PrunePlan {
   uint64_t unused_after = 0;     // unused bytes left in the packs kept
 };
 
-PrunePlan PlanPrune(std::vector<PackUsage> packs, const UnusedLimit& limit);
+PrunePlan PlanPrune(const std::vector<PackUsage>& packs, const UnusedLimit& limit);
 
 }  // namespace wanbackup::pipeline

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/cancel.h"
+#include "pipeline/fs_util.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -24,15 +25,6 @@ constexpr const char kWriterLock[] = "lock";
 constexpr const char kSharedLock[] = "lock.shared";
 constexpr const char kReadersDir[] = "readers";
 constexpr auto kRetry = std::chrono::milliseconds(100);
-
-std::string NowIso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string ReadLine(int fd) {
   char buf[512] = {};
@@ -74,7 +66,9 @@ std::string LiveReaders(const std::string& dir) {
   }
   ::closedir(d);
   for (const std::string& name : names) {
-    const std::string path = dir + "/" + name;
+    std::string path = dir;
+    path += "/";
+    path += name;
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
@@ -119,8 +113,13 @@ Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo, Loc
       if (Clock::now() >= deadline) {
         std::string who = holder();
         if (who.empty()) who = "another wanbackup process";
-        return Status::Busy("repository " + repo + " is in use by " + who + "; gave up after " +
-                            Seconds(options.wait) + " (--lock-wait)");
+        std::string msg = "repository " + repo;
+        msg += " is in use by ";
+        msg += who;
+        msg += "; gave up after ";
+        msg += Seconds(options.wait);
+        msg += " (--lock-wait)";
+        return Status::Busy(msg);
       }
       std::this_thread::sleep_for(kRetry);
     }

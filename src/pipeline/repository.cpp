@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sodium.h>
 
+#include "pipeline/fs_util.h"
+
 namespace wanbackup::pipeline {
 namespace {
 
@@ -31,16 +33,6 @@ Status MakeDir(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "creating " + path);
   }
-  return Status::Ok();
-}
-
-Status SyncDir(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "opening " + path);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "flushing " + path);
   return Status::Ok();
 }
 
@@ -71,15 +63,6 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name,
     return Status::FromErrno(errno, "renaming " + tmp);
   }
   return SyncDir(dir);
-}
-
-std::string NowIso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 bool DirIsEmptyOrMissing(const std::string& path, bool* exists) {

@@ -70,9 +70,10 @@ std::vector<RetentionDecision> ApplyRetention(std::vector<catalog::SnapshotInfo>
 }
 
 Result<std::chrono::milliseconds> ParseRetentionDuration(const std::string& text) {
-  constexpr int64_t kHour = 3600 * 1000;
+  constexpr int64_t kHour = int64_t{3600} * 1000;
   const std::string units = "ymwdh";
-  const int64_t scale[] = {365 * 24 * kHour, 30 * 24 * kHour, 7 * 24 * kHour, 24 * kHour, kHour};
+  const int64_t scale[] = {int64_t{365} * 24 * kHour, int64_t{30} * 24 * kHour,
+                           int64_t{7} * 24 * kHour, int64_t{24} * kHour, kHour};
   int64_t total = 0;
   size_t next_unit = 0;
   size_t i = 0;
