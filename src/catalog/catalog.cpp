@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "catalog/internal/job_runs.h"
 #include "catalog/internal/sqlite.h"
 #include "catalog/map_codec.h"
 #include "common/failpoint.h"
@@ -66,6 +67,23 @@ CREATE TABLE settings (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 ) WITHOUT ROWID;
+)sql",
+    // 2 -> 3: the job history of `wanbackup run` (catalog/internal/job_runs.h).
+    R"sql(
+CREATE TABLE job_runs (
+  id          INTEGER PRIMARY KEY,
+  job         TEXT NOT NULL,
+  started     INTEGER NOT NULL,
+  finished    INTEGER NOT NULL DEFAULT 0,
+  status      TEXT NOT NULL,
+  pid         INTEGER NOT NULL,
+  host        TEXT NOT NULL,
+  snapshot_id INTEGER NOT NULL DEFAULT 0,
+  bytes       INTEGER NOT NULL DEFAULT 0,
+  steps       TEXT NOT NULL DEFAULT '[]',
+  error       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX job_runs_by_job ON job_runs (job, id);
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
@@ -392,6 +410,12 @@ class SqliteCatalog final : public Catalog {
         Stmt s, Stmt::Prepare(db_, "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)"));
     s.Bind(1, key).Bind(2, value);
     return s.Run();
+  }
+
+  Result<int64_t> AddJobRun(const JobRun& run) override { return internal::AddJobRun(db_, run); }
+  Status UpdateJobRun(const JobRun& run) override { return internal::UpdateJobRun(db_, run); }
+  Result<std::vector<JobRun>> JobRuns(const std::string& job, int limit) override {
+    return internal::JobRuns(db_, job, limit);
   }
 
   Result<int> AbandonRunningSnapshots() override {

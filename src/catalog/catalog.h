@@ -21,7 +21,7 @@ namespace wanbackup::catalog {
 
 using Digest = std::array<uint8_t, 32>;
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 // Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
@@ -69,6 +69,22 @@ struct PackInfo {
   int64_t id = 0;
   std::string name;
   uint64_t size = 0;  // bytes known durable (every record the catalog names lies below this)
+};
+
+// One run of a configured job (`wanbackup run`): the job history `wanbackup jobs` shows. Not part
+// of what the packs hold: a catalog rebuild starts with an empty history.
+struct JobRun {
+  int64_t id = 0;
+  std::string job;
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;  // 0 while running (or when the run was killed)
+  std::string status;            // "running", "ok", "failed", "interrupted"
+  int64_t pid = 0;               // of the process running it
+  std::string host;
+  int64_t snapshot_id = 0;  // the snapshot it took (0: none)
+  uint64_t bytes = 0;       // read from the source
+  std::string steps;        // JSON: [{"step": "snapshot", "status": "ok", ...}, ...]
+  std::string error;        // the failing step's message
 };
 
 struct CatalogStats {
@@ -159,6 +175,12 @@ class Catalog {
       const std::function<Status(uint64_t first_index, const std::vector<int64_t>& ids)>& fn) = 0;
 
   virtual Result<CatalogStats> Stats() = 0;
+
+  // Job history. AddJobRun returns the new row's id; UpdateJobRun rewrites the row `run.id`.
+  virtual Result<int64_t> AddJobRun(const JobRun& run) = 0;
+  virtual Status UpdateJobRun(const JobRun& run) = 0;
+  // The newest `limit` runs of `job` (every job when empty), newest first.
+  virtual Result<std::vector<JobRun>> JobRuns(const std::string& job, int limit) = 0;
 
   // Repository settings kept beside config.json (repository id, encryption, KDF floor), so a
   // config.json edited on its own is noticed. Empty when unset.

@@ -1,6 +1,5 @@
 // wanbackup snapshot SOURCE: read a LUN or device into the repository.
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -10,10 +9,9 @@
 #include "cli/console.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
-#include "cli/source_open.h"
+#include "cli/snapshot_source.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
-#include "pipeline/snapshotter.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -116,42 +114,22 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
 
 Status RunSnapshot(const SnapshotCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
-  WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(opts.tuning.max_memory));
-  // The snapshotter submits whole chunks; the reader splits each into READs of the planned size
-  // (512 KiB, together one bandwidth-delay product in flight: see autotune.h).
-  WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenSource(opts.source, opts.target, opts.tuning));
-  BlockSource& source = *opened.source;
-  if (opened.remote)
-    PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
-
-  pipeline::SnapshotOptions options;
-  options.source_name = source.geometry().name;
-  options.tag = opts.tag;
-  // The pipeline's buffers are also the reader's window: the source reads into them.
-  options.max_memory = initiator::BufferBudget(max_memory);
+  SnapshotRequest request;
+  request.source = opts.source;
+  request.tag = opts.tag;
+  request.target = opts.target;
+  request.tuning = opts.tuning;
+  request.checkpoint_interval = opts.checkpoint_interval;
+  request.checkpoint_bytes = opts.checkpoint_bytes;
   WB_ASSIGN_OR_RETURN(
       ProgressChoice shown,
-      ParseProgressFlags(opts.progress, opts.progress_interval, options.progress_interval));
-  options.progress_interval = shown.interval;
+      ParseProgressFlags(opts.progress, opts.progress_interval, request.progress_interval));
+  request.progress_interval = shown.interval;
   ProgressLine progress(!opts.json || shown.mode == ProgressMode::kPlain, shown.mode);
-  options.on_progress = [&progress](const pipeline::SnapshotProgress& p) {
+  request.on_progress = [&progress](const pipeline::SnapshotProgress& p) {
     progress.Update(ProgressText(p));
   };
-  WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(opts.checkpoint_interval, "s"));
-  options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
-  WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(opts.checkpoint_bytes));
-
-  // Tests only (docs/testing.md): $WANBACKUP_TEST_SNAPSHOT_TIME, in Unix seconds, is recorded as
-  // the snapshot's start time, so retention can be tested on a faked month of snapshots.
-  if (const char* fake = std::getenv("WANBACKUP_TEST_SNAPSHOT_TIME"); fake != nullptr && *fake) {
-    char* end = nullptr;
-    const long long secs = std::strtoll(fake, &end, 10);
-    if (*end != '\0' || secs <= 0) {
-      return Status::InvalidArgument("$WANBACKUP_TEST_SNAPSHOT_TIME must be Unix seconds");
-    }
-    options.fake_start_unix_ms = static_cast<int64_t>(secs) * 1000;
-  }
-  Result<pipeline::SnapshotResult> result = pipeline::TakeSnapshot(*repo, source, options);
+  Result<pipeline::SnapshotResult> result = SnapshotSource(*repo, request);
   progress.Clear();
   if (!result.ok()) {
     if (result.status().code() == StatusCode::kCancelled) {

@@ -63,6 +63,10 @@ struct InitOptions {
 // kExclusive: the writer lock and no readers (forget, prune). kMigrate: as kExclusive, and an
 // older format is accepted. kRepair: as kExclusive, keys unlocked, no catalog opened (it may be
 // damaged).
+// The catalog inside a repository directory (for readers of the job history only; everything
+// else goes through Repository).
+inline constexpr const char kCatalogFile[] = "catalog.db";
+
 enum class OpenMode { kRead, kWrite, kExclusive, kMigrate, kRepair };
 
 class Repository {

@@ -44,8 +44,9 @@ Result<std::vector<catalog::ChunkRecord>> ChunksToCheck(catalog::Catalog& cat,
                                                         const VerifyOptions& options) {
   std::vector<catalog::ChunkRecord> chunks;
   if (!options.snapshot_id) {
+    const int64_t of = std::max<int64_t>(options.share_of, 1);
     WB_RETURN_IF_ERROR(cat.ForEachChunk([&](const catalog::ChunkRecord& c) {
-      chunks.push_back(c);
+      if (c.id % of == options.share_part % of) chunks.push_back(c);
       return Status::Ok();
     }));
     return chunks;

@@ -34,7 +34,12 @@ struct VerifyReport {
 
 struct VerifyOptions {
   std::optional<int64_t> snapshot_id;  // only this snapshot and its chunks; else everything
-  int workers = 0;                     // 0: one per core
+  // With share_of > 1 (and no snapshot_id): only the chunks whose id modulo share_of is
+  // share_part, so N runs with parts 0..N-1 read every chunk once (`wanbackup run`'s
+  // verify_share). Every snapshot's map and sealed record are still checked.
+  uint32_t share_part = 0;
+  uint32_t share_of = 1;
+  int workers = 0;  // 0: one per core
   std::function<void(uint64_t chunks_done, uint64_t chunks_total)> on_progress;
 };
 

@@ -1,0 +1,101 @@
+// wanbackup run JOB: one configured job, start to finish (cli/job_runner.h).
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/exit_codes.h"
+#include "cli/job_runner.h"
+#include "jobs/config.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct RunCommandOptions {
+  std::string job;
+  std::string config;
+  bool dry_run = false;
+  bool json = false;
+};
+
+void PrintOutcome(const JobOutcome& outcome) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepOutcome& s : outcome.steps) {
+    nlohmann::json step = nlohmann::json::parse(s.json, nullptr, false);
+    if (!step.is_object()) step = nlohmann::json::object();
+    step["step"] = s.step;
+    step["status"] = s.status;
+    step["seconds"] = s.seconds;
+    step["summary"] = s.summary;
+    steps.push_back(step);
+  }
+  const catalog::JobRun& r = outcome.run;
+  const nlohmann::json j = {{"job", r.job},
+                            {"run_id", r.id},
+                            {"status", r.status},
+                            {"exit_code", static_cast<int>(ExitCodeFor(outcome.status))},
+                            {"started_unix_ms", r.started_unix_ms},
+                            {"finished_unix_ms", r.finished_unix_ms},
+                            {"snapshot", r.snapshot_id},
+                            {"bytes", r.bytes},
+                            {"steps", steps},
+                            {"error", r.error}};
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+Status RunRun(const RunCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(const jobs::Config config, jobs::LoadConfig(jobs::ConfigPath(opts.config)));
+  WB_ASSIGN_OR_RETURN(const jobs::JobConfig* job, jobs::FindJob(config, opts.job));
+  if (opts.dry_run) {
+    WB_ASSIGN_OR_RETURN(std::vector<std::string> plan, PlanJob(config, *job));
+    if (opts.json) {
+      std::printf(
+          "%s\n",
+          nlohmann::json({{"job", job->name}, {"dry_run", true}, {"steps", plan}}).dump(2).c_str());
+    } else {
+      for (const std::string& line : plan)
+        std::printf("%s\n", line.c_str());
+      PrintInfo("dry run: nothing was changed");
+    }
+    return Status::Ok();
+  }
+  const JobOutcome outcome = RunJob(config, *job);
+  if (opts.json) PrintOutcome(outcome);
+  return outcome.status;
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<RunCommandOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run a job from the config file: snapshot, forget, prune, verify");
+  cmd->add_option("job", opts->job, "the job's name ([jobs.NAME] in the config file)")->required();
+  cmd->add_option("-c,--config", opts->config,
+                  "the config file (default: $WANBACKUP_CONFIG, else "
+                  "/etc/wanbackup/wanbackup.toml)");
+  cmd->add_flag("-n,--dry-run", opts->dry_run,
+                "check the config and the repository's credentials, print what each step "
+                "would do; change nothing");
+  cmd->add_flag("--json", opts->json, "print the run's outcome (every step's figures) as JSON");
+  cmd->footer(
+      "\nSTEPS, in order; a failed step stops the run and sets the exit status:\n"
+      "  snapshot  the job's source into its repository (as 'wanbackup snapshot')\n"
+      "  forget    snapshots of that source its keep_* rules do not keep (never the new one)\n"
+      "  prune     when the last prune is older than prune_interval (default 7d)\n"
+      "  verify    verify_share of the repository's chunks (0.1: all of them over 10 runs)\n"
+      "Each step prints one line. The run is recorded in the repository's job history\n"
+      "('wanbackup jobs'); with [metrics] textfile, also for Prometheus' node_exporter.\n"
+      "The config file names the repository and credential files (never secrets); see\n"
+      "conf/wanbackup.toml.example and docs/operations.md. 'wanbackup schedule JOB' makes\n"
+      "the systemd timer or crontab line that runs the job on its schedule.\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup run db --dry-run\n"
+      "  wanbackup run db --config /etc/wanbackup/wanbackup.toml --json");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunRun(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,195 @@
+// wanbackup schedule JOB: the systemd units (or the crontab line) that run a job on its
+// schedule; with --install, writes them and enables the timer.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/units.h"
+#include "jobs/calendar.h"
+#include "jobs/config.h"
+
+namespace wanbackup::cli {
+namespace {
+
+constexpr const char kDefaultUnitDir[] = "/etc/systemd/system";
+constexpr const char kShippedBinary[] = "/usr/local/bin/wanbackup";
+constexpr const char kShippedConfig[] = "/etc/wanbackup/wanbackup.toml";
+
+struct ScheduleCommandOptions {
+  std::string job;
+  std::string config;
+  bool install = false;
+  bool cron = false;
+  std::string unit_dir = kDefaultUnitDir;
+};
+
+struct UnitFile {
+  std::string path;  // under the unit directory
+  std::string text;
+};
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string Absolute(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+}
+
+std::string SelfBinary() {
+  char buf[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : kShippedBinary;
+}
+
+// The command the units and the crontab line run ("%i" stays for systemd to fill in).
+std::string CommandLine(const std::string& job, const std::string& config) {
+  return SelfBinary() + " run " + job + " --config " + config;
+}
+
+std::vector<UnitFile> Units(const jobs::JobConfig& job, const std::string& config) {
+  std::string service = Replace(kServiceTemplate, kShippedBinary, SelfBinary());
+  service = Replace(service, std::string("--config ") + kShippedConfig, "--config " + config);
+  std::string dropin = "# wanbackup schedule " + job.name +
+                       ": the job's `schedule` and `randomized_delay`\n"
+                       "# from " +
+                       config + ". Change them there and run `wanbackup schedule " + job.name +
+                       " --install` again.\n[Timer]\nOnCalendar=\n";
+  dropin += "OnCalendar=" + (job.schedule.empty() ? std::string("daily") : job.schedule) + "\n";
+  dropin += "RandomizedDelaySec=" + job.randomized_delay + "\n";
+  return {{"wanbackup@.service", service},
+          {"wanbackup@.timer", kTimerTemplate},
+          {"wanbackup@" + job.name + ".timer.d/schedule.conf", dropin}};
+}
+
+Status WriteUnit(const std::string& dir, const UnitFile& unit) {
+  const std::string path = dir + "/" + unit.path;
+  const size_t slash = path.rfind('/');
+  if (::mkdir(path.substr(0, slash).c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "creating " + path.substr(0, slash));
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << unit.text;
+    out.flush();
+    if (!out) return Status::FromErrno(errno, "writing " + tmp);
+  }
+  ::chmod(tmp.c_str(), 0644);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "writing " + path);
+  PrintInfo("wrote " + path);
+  return Status::Ok();
+}
+
+// Runs systemctl with `args` (no shell; nothing secret on its command line).
+Status Systemctl(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  std::string program = "systemctl";
+  argv.push_back(program.data());
+  std::vector<std::string> copy = args;
+  for (std::string& a : copy)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno(errno, "fork");
+  if (pid == 0) {
+    ::execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  std::string line = "systemctl";
+  for (const std::string& a : args)
+    line += " " + a;
+  return Status::IoError("'" + line + "' failed (exit " +
+                         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+}
+
+Status Install(const ScheduleCommandOptions& opts, const std::vector<UnitFile>& units) {
+  for (const UnitFile& u : units)
+    WB_RETURN_IF_ERROR(WriteUnit(opts.unit_dir, u));
+  const std::string timer = "wanbackup@" + opts.job + ".timer";
+  struct stat st {};
+  if (opts.unit_dir != kDefaultUnitDir || ::stat("/run/systemd/system", &st) != 0) {
+    PrintInfo(
+        "systemd is not managing this machine (or --unit-dir is not its directory): "
+        "nothing enabled; on the machine that runs the job: systemctl daemon-reload && "
+        "systemctl enable --now " +
+        timer);
+    return Status::Ok();
+  }
+  WB_RETURN_IF_ERROR(Systemctl({"daemon-reload"}));
+  WB_RETURN_IF_ERROR(Systemctl({"enable", "--now", timer}));
+  PrintInfo("enabled " + timer + "; 'systemctl list-timers " + timer + "' shows the next run");
+  return Status::Ok();
+}
+
+Status RunSchedule(const ScheduleCommandOptions& opts) {
+  const std::string config_path = Absolute(jobs::ConfigPath(opts.config));
+  WB_ASSIGN_OR_RETURN(const jobs::Config config, jobs::LoadConfig(config_path));
+  WB_ASSIGN_OR_RETURN(const jobs::JobConfig* job, jobs::FindJob(config, opts.job));
+  if (job->schedule.empty()) {
+    return Status::InvalidArgument("job '" + job->name + "' has no schedule key in " + config_path +
+                                   " (e.g. schedule = \"*-*-* 01:30:00\")");
+  }
+  if (opts.cron) {
+    WB_ASSIGN_OR_RETURN(jobs::CalendarSpec spec, jobs::ParseCalendar(job->schedule));
+    WB_ASSIGN_OR_RETURN(std::string fields, jobs::CronFields(spec));
+    std::printf("# /etc/cron.d/wanbackup-%s: job %s, schedule \"%s\"\n", job->name.c_str(),
+                job->name.c_str(), job->schedule.c_str());
+    std::printf("%s root %s --quiet\n", fields.c_str(),
+                CommandLine(job->name, config_path).c_str());
+    return Status::Ok();
+  }
+  const std::vector<UnitFile> units = Units(*job, config_path);
+  if (opts.install) return Install(opts, units);
+  for (const UnitFile& u : units)
+    std::printf("# %s/%s\n%s\n", opts.unit_dir.c_str(), u.path.c_str(), u.text.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterSchedule(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<ScheduleCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "schedule", "Print (or --install) the systemd timer or crontab line that runs a job");
+  cmd->add_option("job", opts->job, "the job's name ([jobs.NAME] in the config file)")->required();
+  cmd->add_option("-c,--config", opts->config,
+                  "the config file (default: $WANBACKUP_CONFIG, else "
+                  "/etc/wanbackup/wanbackup.toml)");
+  cmd->add_flag("--install", opts->install,
+                "write the units into --unit-dir and, where systemd runs, enable the timer");
+  cmd->add_option("--unit-dir", opts->unit_dir, "where --install writes the units")
+      ->capture_default_str();
+  cmd->add_flag("--cron", opts->cron, "print a line for /etc/cron.d instead of systemd units")
+      ->excludes("--install");
+  cmd->footer(
+      "\nThe units are the templates in conf/ (wanbackup@.service runs 'wanbackup run %i';\n"
+      "wanbackup@.timer is Persistent, with a randomized delay) with this wanbackup's path\n"
+      "and config file, plus a drop-in wanbackup@JOB.timer.d/schedule.conf holding the job's\n"
+      "schedule (systemd OnCalendar syntax) and randomized_delay. Re-run after changing\n"
+      "them. --cron needs a schedule cron can say (whole minutes, no year).\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup schedule db                  # print the units\n"
+      "  wanbackup schedule db --install        # install and enable wanbackup@db.timer\n"
+      "  wanbackup schedule db --cron > /etc/cron.d/wanbackup-db");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunSchedule(*opts); }; });
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,382 @@
+#include "cli/job_runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/console.h"
+#include "cli/metrics_textfile.h"
+#include "cli/repo_flags.h"
+#include "cli/snapshot_source.h"
+#include "common/units.h"
+#include "pipeline/forget.h"
+#include "pipeline/prune.h"
+#include "pipeline/retention.h"
+#include "pipeline/verifier.h"
+
+namespace wanbackup::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using RepoPtr = std::unique_ptr<pipeline::Repository>;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string HostName() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+bool ProcessGone(const catalog::JobRun& run) {
+  return run.status == "running" && run.host == HostName() && run.pid > 0 &&
+         ::kill(static_cast<pid_t>(run.pid), 0) != 0 && errno == ESRCH;
+}
+
+struct Context {
+  const jobs::JobConfig& job;
+  RepoFlags repo;
+  std::vector<catalog::JobRun> history;  // of the repository, newest first, before this run
+  catalog::SnapshotInfo snapshot;        // what the snapshot step took
+  RepoPtr exclusive;                     // held from forget through prune
+};
+
+RepoFlags RepoFlagsFor(const jobs::RepositoryConfig& repo, const jobs::JobConfig& job) {
+  RepoFlags flags;
+  flags.repo = repo.path;
+  flags.password_file = repo.password_file;
+  flags.key_file = repo.key_file;
+  flags.lock_wait = job.lock_wait;
+  flags.command = "run " + job.name;
+  return flags;
+}
+
+SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
+  SnapshotRequest r;
+  r.source = job.source;
+  r.tag = job.tag;
+  r.target.chap_user = job.chap_user;
+  r.target.chap_secret_file = job.chap_secret_file;
+  r.target.target_chap_user = job.target_chap_user;
+  r.target.target_chap_secret_file = job.target_chap_secret_file;
+  r.target.initiator_name = job.initiator_name;
+  r.target.header_digest = job.header_digest;
+  r.target.login_timeout = job.login_timeout;
+  r.target.command_timeout = job.command_timeout;
+  r.tuning.connections = job.connections;
+  r.tuning.queue_depth = job.queue_depth;
+  r.tuning.io_size = job.io_size;
+  r.tuning.max_memory = job.max_memory;
+  r.tuning.retry_timeout = job.retry_timeout;
+  r.tuning.limit_rate = job.limit_rate;
+  return r;
+}
+
+// The history handle: the catalog opened on its own (no repository lock: history rows are
+// single-statement writes that SQLite serialises). Best effort; a run without it still runs.
+class History {
+ public:
+  explicit History(const std::string& repo_path) {
+    Result<std::unique_ptr<catalog::Catalog>> cat =
+        catalog::Catalog::Open(repo_path + "/" + pipeline::kCatalogFile, false);
+    if (cat.ok()) cat_ = std::move(*cat);
+  }
+  bool ok() const { return cat_ != nullptr; }
+  std::vector<catalog::JobRun> Runs(const std::string& job, int limit) {
+    if (!cat_) return {};
+    Result<std::vector<catalog::JobRun>> runs = cat_->JobRuns(job, limit);
+    if (!runs.ok()) return {};
+    for (catalog::JobRun& r : *runs) {
+      if (ProcessGone(r)) r.status = "interrupted";
+    }
+    return *runs;
+  }
+  // Rows of runs killed on this host are closed as interrupted.
+  void CloseStale(const std::vector<catalog::JobRun>& runs) {
+    for (const catalog::JobRun& r : runs) {
+      if (r.status == "interrupted" && r.finished_unix_ms == 0) (void)cat_->UpdateJobRun(r);
+    }
+  }
+  void Start(catalog::JobRun* run) {
+    if (!cat_) return;
+    Result<int64_t> id = cat_->AddJobRun(*run);
+    if (id.ok()) run->id = *id;
+  }
+  void Update(const catalog::JobRun& run) {
+    if (cat_ && run.id != 0) {
+      if (Status s = cat_->UpdateJobRun(run); !s.ok()) {
+        PrintWarning("job history: " + s.message());
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<catalog::Catalog> cat_;
+};
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+Status SnapshotStep(Context& ctx, StepOutcome* out) {
+  WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
+  Result<pipeline::SnapshotResult> result = SnapshotSource(*repo, SnapshotRequestFor(ctx.job));
+  if (!result.ok()) return result.status();
+  const catalog::SnapshotInfo& i = result->info;
+  ctx.snapshot = i;
+  const double secs = std::chrono::duration<double>(result->elapsed).count();
+  out->summary = "snapshot " + std::to_string(i.id) + " of " + i.source + ": " +
+                 FormatBytes(i.size_bytes) + " in " + FormatDuration(result->elapsed) + " (" +
+                 FormatRate(secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0) + "), " +
+                 FormatBytes(i.bytes_new) + " new";
+  out->json = nlohmann::json{{"snapshot", i.id},           {"source", i.source},
+                             {"size_bytes", i.size_bytes}, {"bytes_read", i.bytes_read},
+                             {"bytes_new", i.bytes_new},   {"bytes_stored", i.bytes_stored}}
+                  .dump();
+  return Status::Ok();
+}
+
+Result<pipeline::Repository*> Exclusive(Context& ctx) {
+  if (!ctx.exclusive) {
+    WB_ASSIGN_OR_RETURN(ctx.exclusive, OpenRepository(ctx.repo, pipeline::OpenMode::kExclusive));
+  }
+  return ctx.exclusive.get();
+}
+
+Status ForgetStep(Context& ctx, StepOutcome* out) {
+  if (ctx.job.retention.empty()) {
+    out->status = "skipped";
+    out->summary = "no keep_* rules in the job";
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx));
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo->catalog().Snapshots(false));
+  std::vector<catalog::SnapshotInfo> mine;
+  for (const catalog::SnapshotInfo& s : all)
+    if (s.source == ctx.snapshot.source) mine.push_back(s);
+  std::vector<catalog::SnapshotInfo> forget;
+  std::vector<int64_t> ids;
+  for (const pipeline::RetentionDecision& d : pipeline::ApplyRetention(mine, ctx.job.retention)) {
+    if (!d.keep && d.snapshot.id != ctx.snapshot.id) {
+      forget.push_back(d.snapshot);
+      ids.push_back(d.snapshot.id);
+    }
+  }
+  if (!forget.empty()) WB_RETURN_IF_ERROR(pipeline::ForgetSnapshots(*repo, forget).status());
+  std::string list;
+  for (int64_t id : ids)
+    list += (list.empty() ? ": " : ", ") + std::to_string(id);
+  out->summary = "kept " + std::to_string(mine.size() - forget.size()) + " snapshot(s) of " +
+                 ctx.snapshot.source + ", forgot " + std::to_string(forget.size()) + list;
+  out->json = nlohmann::json{{"kept", mine.size() - forget.size()}, {"forgotten", ids}}.dump();
+  return Status::Ok();
+}
+
+// When the repository was last pruned by a job (0: never, as far as the history knows).
+int64_t LastPruneMs(const std::vector<catalog::JobRun>& history) {
+  for (const catalog::JobRun& run : history) {
+    const nlohmann::json steps = nlohmann::json::parse(run.steps, nullptr, false);
+    if (!steps.is_array()) continue;
+    for (const nlohmann::json& s : steps) {
+      if (s.value("step", "") == "prune" && s.value("status", "") == "ok") {
+        return run.finished_unix_ms;
+      }
+    }
+  }
+  return 0;
+}
+
+// "" when prune is due, else why not.
+std::string PruneNotDue(const jobs::JobConfig& job, const std::vector<catalog::JobRun>& history) {
+  if (job.prune_interval == "never") return "prune_interval is \"never\"";
+  if (job.prune_interval == "always") return "";
+  const Result<std::chrono::milliseconds> every =
+      pipeline::ParseRetentionDuration(job.prune_interval);
+  const int64_t last = LastPruneMs(history);
+  if (!every.ok() || last == 0) return "";
+  const int64_t age = NowMs() - last;
+  if (age >= every->count()) return "";
+  return "last pruned " + FormatDuration(std::chrono::milliseconds(age)) + " ago (" +
+         LocalTime(last) + "); prune_interval " + job.prune_interval;
+}
+
+Status PruneStep(Context& ctx, StepOutcome* out) {
+  if (std::string why = PruneNotDue(ctx.job, ctx.history); !why.empty()) {
+    out->status = "skipped";
+    out->summary = why;
+    return Status::Ok();
+  }
+  pipeline::PruneOptions options;
+  WB_ASSIGN_OR_RETURN(options.max_unused, pipeline::ParseUnusedLimit(ctx.job.max_unused));
+  WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx));
+  WB_ASSIGN_OR_RETURN(pipeline::PruneReport r, pipeline::Prune(*repo, options));
+  out->summary = "freed " + FormatBytes(r.bytes_freed) + " (" + std::to_string(r.packs_removed) +
+                 " pack(s) removed, " + std::to_string(r.packs_rewritten) + " rewritten); " +
+                 FormatBytes(r.unused_after) + " unused left";
+  out->json = nlohmann::json{{"bytes_freed", r.bytes_freed},
+                             {"packs_removed", r.packs_removed},
+                             {"packs_rewritten", r.packs_rewritten},
+                             {"unused_after", r.unused_after}}
+                  .dump();
+  return Status::Ok();
+}
+
+// Which share of the chunks this run reads: part k of N, k counting the job's runs.
+std::pair<uint32_t, uint32_t> VerifyPart(const jobs::JobConfig& job,
+                                         const std::vector<catalog::JobRun>& history) {
+  const auto of = static_cast<uint32_t>(std::ceil(1.0 / job.verify_share - 1e-9));
+  uint32_t earlier = 0;
+  for (const catalog::JobRun& r : history)
+    earlier += r.job == job.name ? 1 : 0;
+  return {of == 0 ? 0 : earlier % of, std::max<uint32_t>(of, 1)};
+}
+
+Status VerifyStep(Context& ctx, StepOutcome* out) {
+  if (ctx.job.verify_share <= 0) {
+    out->status = "skipped";
+    out->summary = "verify_share is 0";
+    return Status::Ok();
+  }
+  ctx.exclusive.reset();
+  WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kRead));
+  pipeline::VerifyOptions options;
+  std::tie(options.share_part, options.share_of) = VerifyPart(ctx.job, ctx.history);
+  WB_ASSIGN_OR_RETURN(pipeline::VerifyReport r, pipeline::VerifyRepository(*repo, options));
+  out->summary = "share " + std::to_string(options.share_part + 1) + " of " +
+                 std::to_string(options.share_of) + ": " + std::to_string(r.chunks_checked) +
+                 " chunks (" + FormatBytes(r.bytes_checked) + ") and " +
+                 std::to_string(r.snapshots_checked) + " snapshots checked";
+  out->json = nlohmann::json{{"share_part", options.share_part},
+                             {"share_of", options.share_of},
+                             {"chunks_checked", r.chunks_checked},
+                             {"chunks_damaged", r.chunks_damaged},
+                             {"damaged_ranges", r.damage.size()}}
+                  .dump();
+  if (!r.ok()) {
+    return Status::Corruption("verify found " + std::to_string(r.chunks_damaged) +
+                              " damaged chunk(s) and " + std::to_string(r.damage.size()) +
+                              " damaged range(s); run 'wanbackup verify --repo " + ctx.repo.repo +
+                              "' for the details");
+  }
+  return Status::Ok();
+}
+
+std::string StepsJson(const std::vector<StepOutcome>& steps) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const StepOutcome& s : steps) {
+    list.push_back(
+        {{"step", s.step}, {"status", s.status}, {"seconds", s.seconds}, {"summary", s.summary}});
+  }
+  return list.dump();
+}
+
+using StepFn = Status (*)(Context&, StepOutcome*);
+constexpr std::pair<const char*, StepFn> kSteps[] = {
+    {"snapshot", SnapshotStep},
+    {"forget", ForgetStep},
+    {"prune", PruneStep},
+    {"verify", VerifyStep},
+};
+
+}  // namespace
+
+JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
+  const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
+  Context ctx{job, RepoFlagsFor(repository, job), {}, {}, nullptr};
+  History history(repository.path);
+  ctx.history = history.Runs("", 1000000);
+  if (history.ok()) history.CloseStale(ctx.history);
+
+  JobOutcome out;
+  out.run.job = job.name;
+  out.run.started_unix_ms = NowMs();
+  out.run.status = "running";
+  out.run.pid = ::getpid();
+  out.run.host = HostName();
+  history.Start(&out.run);
+  for (const auto& [name, fn] : kSteps) {
+    StepOutcome step;
+    step.step = name;
+    step.json = "{}";
+    const Clock::time_point start = Clock::now();
+    Status s = out.status.ok() ? fn(ctx, &step) : Status::Ok();
+    step.seconds = Seconds(Clock::now() - start);
+    if (!out.status.ok()) {
+      step.status = "skipped";
+      step.summary = "an earlier step failed";
+    } else if (!s.ok()) {
+      step.status = s.code() == StatusCode::kCancelled ? "interrupted" : "failed";
+      step.summary = s.message();
+      out.status = s.WithContext("job " + job.name + ", " + name);
+    } else {
+      if (step.status.empty()) step.status = "ok";
+      PrintInfo("run " + job.name + ": " + name + ": " + step.status + ": " + step.summary);
+    }
+    out.steps.push_back(step);
+    out.run.steps = StepsJson(out.steps);
+    history.Update(out.run);
+  }
+  ctx.exclusive.reset();
+  out.run.finished_unix_ms = NowMs();
+  out.run.snapshot_id = ctx.snapshot.id;
+  out.run.bytes = ctx.snapshot.bytes_read;
+  out.run.status = out.status.ok()                               ? "ok"
+                   : out.status.code() == StatusCode::kCancelled ? "interrupted"
+                                                                 : "failed";
+  out.run.error = out.status.ok() ? "" : out.status.message();
+  history.Update(out.run);
+  if (!config.metrics_textfile.empty()) {
+    if (Status s = WriteJobMetrics(config.metrics_textfile, out.run); !s.ok()) {
+      PrintWarning("metrics: " + s.message());
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs::JobConfig& job) {
+  const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
+  const RepoFlags flags = RepoFlagsFor(repository, job);
+  { WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead)); }
+  History history(repository.path);
+  const std::vector<catalog::JobRun> runs = history.Runs("", 1000000);
+  std::vector<std::string> plan;
+  plan.push_back("snapshot " + job.source + " into " + repository.path +
+                 (job.tag.empty() ? "" : " with tag " + job.tag) +
+                 (job.limit_rate.empty() ? "" : ", at most " + job.limit_rate + "/s"));
+  plan.push_back(job.retention.empty()
+                     ? "forget: skipped (no keep_* rules)"
+                     : "forget the snapshots of the source that the job's keep_* rules do not "
+                       "keep (never the new one)");
+  const std::string not_due = PruneNotDue(job, runs);
+  plan.push_back(not_due.empty() ? "prune: due (max_unused " + job.max_unused + ")"
+                                 : "prune: skipped, " + not_due);
+  if (job.verify_share <= 0) {
+    plan.push_back("verify: skipped (verify_share is 0)");
+  } else {
+    const auto [part, of] = VerifyPart(job, runs);
+    plan.push_back("verify share " + std::to_string(part + 1) + " of " + std::to_string(of) +
+                   " of the repository's chunks, and every snapshot's map");
+  }
+  return plan;
+}
+
+Result<std::vector<catalog::JobRun>> JobHistory(const jobs::RepositoryConfig& repository,
+                                                const std::string& job, int limit) {
+  History history(repository.path);
+  if (!history.ok()) {
+    return Status::Unavailable("cannot read the catalog of " + repository.path);
+  }
+  return history.Runs(job, limit);
+}
+
+}  // namespace wanbackup::cli

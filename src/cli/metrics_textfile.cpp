@@ -1,0 +1,90 @@
+#include "cli/metrics_textfile.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace wanbackup::cli {
+namespace {
+
+struct Metric {
+  const char* name;
+  const char* help;
+};
+constexpr Metric kMetrics[] = {
+    {"wanbackup_job_last_run_timestamp_seconds", "When the job's last run started."},
+    {"wanbackup_job_last_success_timestamp_seconds", "When the job last finished without error."},
+    {"wanbackup_job_last_duration_seconds", "How long the job's last run took."},
+    {"wanbackup_job_last_bytes", "Bytes the job's last run read from its source."},
+    {"wanbackup_job_last_failed", "1 when the job's last run failed or was interrupted."},
+};
+
+// metric -> job -> value, from an existing file (lines we do not understand are dropped).
+using Samples = std::map<std::string, std::map<std::string, std::string>>;
+
+Samples ReadSamples(const std::string& path) {
+  Samples samples;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t open = line.find("{job=\"");
+    const size_t close = line.find("\"} ");
+    if (line.empty() || line[0] == '#' || open == std::string::npos || close == std::string::npos ||
+        close < open) {
+      continue;
+    }
+    samples[line.substr(0, open)][line.substr(open + 6, close - open - 6)] = line.substr(close + 3);
+  }
+  return samples;
+}
+
+std::string Number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+}  // namespace
+
+Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run) {
+  Samples samples = ReadSamples(path);
+  const bool ok = run.status == "ok";
+  samples[kMetrics[0].name][run.job] = Number(static_cast<double>(run.started_unix_ms) / 1000);
+  if (ok) {
+    samples[kMetrics[1].name][run.job] = Number(static_cast<double>(run.finished_unix_ms) / 1000);
+  }
+  samples[kMetrics[2].name][run.job] =
+      Number(static_cast<double>(run.finished_unix_ms - run.started_unix_ms) / 1000);
+  samples[kMetrics[3].name][run.job] = std::to_string(run.bytes);
+  samples[kMetrics[4].name][run.job] = ok ? "0" : "1";
+
+  std::ostringstream text;
+  for (const Metric& m : kMetrics) {
+    const auto it = samples.find(m.name);
+    if (it == samples.end()) continue;
+    text << "# HELP " << m.name << " " << m.help << "\n# TYPE " << m.name << " gauge\n";
+    for (const auto& [job, value] : it->second)
+      text << m.name << "{job=\"" << job << "\"} " << value << "\n";
+  }
+  // node_exporter reads *.prom only: the temporary name does not end so.
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text.str();
+    out.flush();
+    if (!out) return Status::FromErrno(errno, "writing " + tmp);
+  }
+  ::chmod(tmp.c_str(), 0644);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const Status s = Status::FromErrno(errno, "renaming " + tmp + " to " + path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,18 @@
+// The Prometheus node_exporter textfile (collector.textfile) that `wanbackup run` keeps, so
+// monitoring can alert on a job that failed or stopped running: per job, the last run's time,
+// duration, bytes and exit status, and the time of the last success. One file for every job
+// (the config's [metrics] textfile); other jobs' lines are kept; written atomically (a temporary
+// file renamed over it). Not thread-safe; one writer per file (runs of one job are serialised by
+// the repository lock, different jobs may race: the last writer wins for its own job).
+#pragma once
+
+#include <string>
+
+#include "catalog/catalog.h"
+#include "common/status.h"
+
+namespace wanbackup::cli {
+
+Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run);
+
+}  // namespace wanbackup::cli

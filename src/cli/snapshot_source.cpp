@@ -1,0 +1,47 @@
+#include "cli/snapshot_source.h"
+
+#include <cstdlib>
+
+#include "cli/console.h"
+#include "cli/source_open.h"
+#include "common/units.h"
+#include "initiator/autotune.h"
+
+namespace wanbackup::cli {
+
+Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
+                                                const SnapshotRequest& request) {
+  WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(request.tuning.max_memory));
+  // The snapshotter submits whole chunks; the reader splits each into READs of the planned size
+  // (512 KiB, together one bandwidth-delay product in flight: see autotune.h).
+  WB_ASSIGN_OR_RETURN(OpenedSource opened,
+                      OpenSource(request.source, request.target, request.tuning));
+  BlockSource& source = *opened.source;
+  if (opened.remote)
+    PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
+
+  pipeline::SnapshotOptions options;
+  options.source_name = source.geometry().name;
+  options.tag = request.tag;
+  // The pipeline's buffers are also the reader's window: the source reads into them.
+  options.max_memory = initiator::BufferBudget(max_memory);
+  options.progress_interval = request.progress_interval;
+  options.on_progress = request.on_progress;
+  WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(request.checkpoint_interval, "s"));
+  options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
+  WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(request.checkpoint_bytes));
+
+  // Tests only (docs/testing.md): $WANBACKUP_TEST_SNAPSHOT_TIME, in Unix seconds, is recorded as
+  // the snapshot's start time, so retention can be tested on a faked month of snapshots.
+  if (const char* fake = std::getenv("WANBACKUP_TEST_SNAPSHOT_TIME"); fake != nullptr && *fake) {
+    char* end = nullptr;
+    const long long secs = std::strtoll(fake, &end, 10);
+    if (*end != '\0' || secs <= 0) {
+      return Status::InvalidArgument("$WANBACKUP_TEST_SNAPSHOT_TIME must be Unix seconds");
+    }
+    options.fake_start_unix_ms = static_cast<int64_t>(secs) * 1000;
+  }
+  return pipeline::TakeSnapshot(repo, source, options);
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,31 @@
+// Taking a snapshot of a source named on a command line or in a job: opens the source (iSCSI
+// URL or local file/device) with the connection and tuning flags, and runs the snapshotter into
+// an open repository. Shared by `snapshot` and `run`.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "cli/target_flags.h"
+#include "cli/tuning_flags.h"
+#include "pipeline/snapshotter.h"
+
+namespace wanbackup::cli {
+
+struct SnapshotRequest {
+  std::string source;
+  std::string tag;
+  TargetFlags target;
+  TuningFlags tuning;
+  std::string checkpoint_interval = "10s";
+  std::string checkpoint_bytes = "256M";
+  std::chrono::milliseconds progress_interval{500};
+  std::function<void(const pipeline::SnapshotProgress&)> on_progress;  // may be empty
+};
+
+// REQUIRES: `repo` opened for writing. Prints what autotune chose for a remote source.
+Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
+                                                const SnapshotRequest& request);
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,421 @@
+#include "jobs/config.h"
+
+#include <sys/stat.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+
+#include "common/units.h"
+#include "pipeline/prune_plan.h"
+
+namespace wanbackup::jobs {
+namespace {
+
+constexpr const char kExample[] = " (every key: conf/wanbackup.toml.example)";
+
+// Where an error is: "FILE:LINE: KEY: ".
+class Place {
+ public:
+  Place(std::string file, const toml::node& node, std::string key)
+      : file_(std::move(file)), line_(node.source().begin.line), key_(std::move(key)) {}
+  Status Error(const std::string& why) const {
+    return Status::InvalidArgument(file_ + ":" + std::to_string(line_) + ": " + key_ + ": " + why);
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  uint32_t line_;
+  std::string key_;
+};
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+Status UnknownKey(const Place& at, const std::string& key, const std::vector<std::string>& known) {
+  for (const std::string& k : known) {
+    if (EditDistance(key, k) <= 2) return at.Error("unknown key (did you mean '" + k + "'?)");
+  }
+  return at.Error(std::string("unknown key") + kExample);
+}
+
+// A credential file: present, a regular file, readable by its owner only, owned by us or root.
+Status CheckSecretFile(const Place& at, const std::string& path) {
+  struct stat st {};
+  if (path.empty() || path[0] != '/') return at.Error("'" + path + "' must be an absolute path");
+  if (::stat(path.c_str(), &st) != 0) {
+    return at.Error(path + ": " + Status::FromErrno(errno, "").message());
+  }
+  if (!S_ISREG(st.st_mode)) return at.Error(path + " is not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return at.Error(path + " can be read or changed by others (mode " + mode +
+                    "); it holds a secret: chmod 600 " + path);
+  }
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return at.Error(path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckConfigFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    Status s = Status::FromErrno(errno, "config file " + path);
+    if (s.code() == StatusCode::kNotFound) {
+      return Status::NotFound("config file " + path +
+                              " does not exist (give --config FILE or set $" + kConfigEnv +
+                              "; an example: conf/wanbackup.toml.example)");
+    }
+    return s;
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH | S_IROTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status::InvalidArgument(path + ": others can " +
+                                   ((st.st_mode & S_IROTH) != 0 ? "read" : "change") +
+                                   " this file (mode " + mode + "); it says what runs as " +
+                                   "whom with which secrets: chmod 600 (or 640) " + path);
+  }
+  return Status::Ok();
+}
+
+using Handler = std::function<Status(const Place&, const toml::node&)>;
+using Handlers = std::vector<std::pair<std::string, Handler>>;
+
+Status ReadTable(const std::string& file, const std::string& prefix, const toml::table& table,
+                 const Handlers& handlers) {
+  std::vector<std::string> known;
+  for (const auto& [name, handler] : handlers)
+    known.push_back(name);
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    const Place at(file, node, prefix + name);
+    const auto it = std::find_if(handlers.begin(), handlers.end(),
+                                 [&](const auto& h) { return h.first == name; });
+    if (it == handlers.end()) return UnknownKey(at, name, known);
+    WB_RETURN_IF_ERROR(it->second(at, node));
+  }
+  return Status::Ok();
+}
+
+// Handlers that store a value after a check.
+Handler String(std::string* out, std::function<Status(const std::string&)> check = nullptr) {
+  return [out, check](const Place& at, const toml::node& node) -> Status {
+    const std::optional<std::string> v = node.value_exact<std::string>();
+    if (!v) return at.Error("must be a string (in quotes)");
+    if (check) {
+      if (Status s = check(*v); !s.ok()) return at.Error(s.message());
+    }
+    *out = *v;
+    return Status::Ok();
+  };
+}
+
+Handler Integer(int* out, int lo, int hi) {
+  return [out, lo, hi](const Place& at, const toml::node& node) -> Status {
+    const std::optional<int64_t> v = node.value_exact<int64_t>();
+    if (!v) return at.Error("must be a whole number");
+    if (*v < lo || *v > hi) {
+      return at.Error("must lie from " + std::to_string(lo) + " to " + std::to_string(hi));
+    }
+    *out = static_cast<int>(*v);
+    return Status::Ok();
+  };
+}
+
+Handler SecretFile(std::string* out) {
+  return [out](const Place& at, const toml::node& node) -> Status {
+    const std::optional<std::string> v = node.value_exact<std::string>();
+    if (!v) return at.Error("must be a string (the path of a file that holds the secret)");
+    WB_RETURN_IF_ERROR(CheckSecretFile(at, *v));
+    *out = *v;
+    return Status::Ok();
+  };
+}
+
+Status Duration(const std::string& v) {
+  return ParseDuration(v, "s").status();
+}
+Status Size(const std::string& v) {
+  return ParseSize(v).status();
+}
+
+Status JobName(const std::string& name) {
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument(
+      "a name of letters, digits, '-', '_' and '.' only (it names systemd units and files)");
+}
+
+Status Schedule(const std::string& text) {
+  WB_ASSIGN_OR_RETURN(CalendarSpec spec, ParseCalendar(text));
+  if (!NextElapse(spec, std::chrono::system_clock::now())) {
+    return Status::InvalidArgument("schedule '" + text + "' never elapses from now on");
+  }
+  return Status::Ok();
+}
+
+Status Source(const std::string& source) {
+  if (source.rfind("iscsi://", 0) == 0) {
+    const std::string authority = source.substr(8, source.find('/', 8) - 8);
+    const size_t at = authority.find('@');
+    if (at != std::string::npos && authority.substr(0, at).find('%') != std::string::npos) {
+      return Status::InvalidArgument(
+          "no secrets in the config file: give the CHAP user as chap_user and the secret in "
+          "a file named by chap_secret_file");
+    }
+    return Status::Ok();
+  }
+  if (source.empty() || source[0] != '/') {
+    return Status::InvalidArgument(
+        "expected iscsi://host[:port]/target-iqn/lun or an absolute "
+        "path of a file or block device");
+  }
+  return Status::Ok();
+}
+
+Handlers RepositoryHandlers(RepositoryConfig* r) {
+  return {
+      {"path", String(&r->path,
+                      [](const std::string& p) {
+                        return !p.empty() && p[0] == '/'
+                                   ? Status::Ok()
+                                   : Status::InvalidArgument("must be an absolute path");
+                      })},
+      {"password_file", SecretFile(&r->password_file)},
+      {"key_file", SecretFile(&r->key_file)},
+  };
+}
+
+Handler KeepCount(int* out) {
+  return Integer(out, 1, 100000);
+}
+
+Handler VerifyShare(double* out) {
+  return [out](const Place& at, const toml::node& node) -> Status {
+    std::optional<double> v = node.value<double>();  // an integer (0, 1) reads as a double too
+    if (const std::optional<std::string> text = node.value_exact<std::string>()) {
+      Result<double> parsed = ParseFraction(*text);
+      if (!parsed.ok()) return at.Error(parsed.status().message());
+      v = *parsed;
+    }
+    if (!v || *v < 0 || *v > 1) {
+      return at.Error("must be a share from 0 to 1 (0.1) or a percentage (\"10%\")");
+    }
+    *out = *v;
+    return Status::Ok();
+  };
+}
+
+Handler KeepTags(std::vector<std::string>* out) {
+  return [out](const Place& at, const toml::node& node) -> Status {
+    const toml::array* list = node.as_array();
+    if (list == nullptr) return at.Error("must be a list of strings: [\"monthly\"]");
+    out->clear();
+    for (const toml::node& item : *list) {
+      const std::optional<std::string> v = item.value_exact<std::string>();
+      if (!v) return at.Error("must be a list of strings: [\"monthly\"]");
+      out->push_back(*v);
+    }
+    return Status::Ok();
+  };
+}
+
+Handlers RetentionHandlers(JobConfig* j, std::string* keep_within) {
+  pipeline::RetentionPolicy& p = j->retention;
+  return {
+      {"keep_last", KeepCount(&p.keep_last)},
+      {"keep_hourly", KeepCount(&p.keep_hourly)},
+      {"keep_daily", KeepCount(&p.keep_daily)},
+      {"keep_weekly", KeepCount(&p.keep_weekly)},
+      {"keep_monthly", KeepCount(&p.keep_monthly)},
+      {"keep_yearly", KeepCount(&p.keep_yearly)},
+      {"keep_within",
+       String(keep_within,
+              [](const std::string& v) { return pipeline::ParseRetentionDuration(v).status(); })},
+      {"keep_tags", KeepTags(&p.keep_tags)},
+      {"prune_interval", String(&j->prune_interval,
+                                [](const std::string& v) {
+                                  if (v == "always" || v == "never") return Status::Ok();
+                                  return pipeline::ParseRetentionDuration(v).status();
+                                })},
+      {"max_unused",
+       String(&j->max_unused,
+              [](const std::string& v) { return pipeline::ParseUnusedLimit(v).status(); })},
+      {"verify_share", VerifyShare(&j->verify_share)},
+  };
+}
+
+Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
+  Handlers h = {
+      {"repository", String(&j->repository)},
+      {"source", String(&j->source, Source)},
+      {"tag", String(&j->tag)},
+      {"schedule", String(&j->schedule, Schedule)},
+      {"randomized_delay", String(&j->randomized_delay, Duration)},
+      {"lock_wait", String(&j->lock_wait, Duration)},
+      {"chap_user", String(&j->chap_user)},
+      {"chap_secret_file", SecretFile(&j->chap_secret_file)},
+      {"target_chap_user", String(&j->target_chap_user)},
+      {"target_chap_secret_file", SecretFile(&j->target_chap_secret_file)},
+      {"initiator_name", String(&j->initiator_name)},
+      {"header_digest", String(&j->header_digest,
+                               [](const std::string& v) {
+                                 return v == "auto" || v == "none" || v == "crc32c"
+                                            ? Status::Ok()
+                                            : Status::InvalidArgument(
+                                                  "must be \"auto\", \"none\" or \"crc32c\"");
+                               })},
+      {"login_timeout", String(&j->login_timeout, Duration)},
+      {"command_timeout", String(&j->command_timeout, Duration)},
+      {"connections", Integer(&j->connections, 1, 16)},
+      {"queue_depth", Integer(&j->queue_depth, 1, 64)},
+      {"io_size", String(&j->io_size, Size)},
+      {"max_memory", String(&j->max_memory, Size)},
+      {"retry_timeout", String(&j->retry_timeout, Duration)},
+      {"limit_rate",
+       String(&j->limit_rate, [](const std::string& v) { return ParseByteRate(v).status(); })},
+  };
+  for (auto& entry : RetentionHandlers(j, keep_within))
+    h.push_back(std::move(entry));
+  return h;
+}
+
+// Rules that involve more than one key of a job.
+Status CheckJob(const Config& config, const JobConfig& job, const toml::table& table,
+                const std::string& file) {
+  auto at = [&](const char* key) {
+    const toml::node* node = table.get(key);
+    return Place(file, node != nullptr ? *node : static_cast<const toml::node&>(table),
+                 "jobs." + job.name + (node != nullptr ? std::string(".") + key : ""));
+  };
+  if (job.repository.empty()) return at("repository").Error("missing key 'repository'");
+  if (config.repositories.count(job.repository) == 0) {
+    return at("repository").Error("no [repositories." + job.repository + "] in this file");
+  }
+  if (job.source.empty()) return at("source").Error("missing key 'source'");
+  if (!job.chap_secret_file.empty() && job.chap_user.empty() &&
+      job.source.find('@') == std::string::npos) {
+    return at("chap_secret_file").Error("needs chap_user (or user@ in the source URL)");
+  }
+  if (!job.target_chap_secret_file.empty() && job.target_chap_user.empty()) {
+    return at("target_chap_secret_file").Error("needs target_chap_user");
+  }
+  return Status::Ok();
+}
+
+Status ReadRepositories(const std::string& file, const toml::node& node, Config* config) {
+  const toml::table* repos = node.as_table();
+  if (repos == nullptr) return Place(file, node, "repositories").Error("must be a table");
+  for (const auto& [key, value] : *repos) {
+    const std::string name(key.str());
+    const Place at(file, value, "repositories." + name);
+    WB_RETURN_IF_ERROR(JobName(name).ok() ? Status::Ok() : at.Error(JobName(name).message()));
+    const toml::table* table = value.as_table();
+    if (table == nullptr) return at.Error("must be a table: [repositories." + name + "]");
+    RepositoryConfig repo;
+    repo.name = name;
+    WB_RETURN_IF_ERROR(
+        ReadTable(file, "repositories." + name + ".", *table, RepositoryHandlers(&repo)));
+    if (repo.path.empty()) return at.Error("missing key 'path'");
+    if (!repo.password_file.empty() && !repo.key_file.empty()) {
+      return at.Error("give password_file or key_file, not both");
+    }
+    config->repositories[name] = repo;
+  }
+  return Status::Ok();
+}
+
+Status ReadJobs(const std::string& file, const toml::node& node, Config* config) {
+  const toml::table* jobs = node.as_table();
+  if (jobs == nullptr) return Place(file, node, "jobs").Error("must be a table");
+  for (const auto& [key, value] : *jobs) {
+    const std::string name(key.str());
+    const Place at(file, value, "jobs." + name);
+    if (Status s = JobName(name); !s.ok()) return at.Error(s.message());
+    const toml::table* table = value.as_table();
+    if (table == nullptr) return at.Error("must be a table: [jobs." + name + "]");
+    JobConfig job;
+    job.name = name;
+    std::string keep_within;
+    WB_RETURN_IF_ERROR(
+        ReadTable(file, "jobs." + name + ".", *table, JobHandlers(&job, &keep_within)));
+    if (!keep_within.empty()) {
+      WB_ASSIGN_OR_RETURN(job.retention.keep_within, pipeline::ParseRetentionDuration(keep_within));
+    }
+    WB_RETURN_IF_ERROR(CheckJob(*config, job, *table, file));
+    config->jobs[name] = job;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ConfigPath(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv(kConfigEnv); env != nullptr && *env) return env;
+  return kDefaultConfigPath;
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  WB_RETURN_IF_ERROR(CheckConfigFile(path));
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(path + ":" + std::to_string(e.source().begin.line) + ": " +
+                                   std::string(e.description()));
+  }
+  Config config;
+  config.path = path;
+  // Repositories first: jobs name them.
+  if (const toml::node* repos = root.get("repositories")) {
+    WB_RETURN_IF_ERROR(ReadRepositories(path, *repos, &config));
+  }
+  Handlers top = {
+      {"repositories", [](const Place&, const toml::node&) { return Status::Ok(); }},
+      {"jobs", [&](const Place&, const toml::node& n) { return ReadJobs(path, n, &config); }},
+      {"metrics",
+       [&](const Place& at, const toml::node& n) -> Status {
+         const toml::table* t = n.as_table();
+         if (t == nullptr) return at.Error("must be a table: [metrics]");
+         return ReadTable(path, "metrics.", *t, {{"textfile", String(&config.metrics_textfile)}});
+       }},
+  };
+  WB_RETURN_IF_ERROR(ReadTable(path, "", root, top));
+  return config;
+}
+
+Result<const JobConfig*> FindJob(const Config& config, const std::string& name) {
+  const auto it = config.jobs.find(name);
+  if (it != config.jobs.end()) return &it->second;
+  std::string names;
+  for (const auto& [job, unused] : config.jobs)
+    names += (names.empty() ? "" : ", ") + job;
+  return Status::NotFound(
+      "no job '" + name + "' in " + config.path +
+      (names.empty() ? " (it has no [jobs.NAME] section)" : " (jobs: " + names + ")"));
+}
+
+}  // namespace wanbackup::jobs

@@ -1,0 +1,78 @@
+// The configuration file (TOML) that names repositories and jobs for `wanbackup run`, `jobs`
+// and `schedule`. Every key is documented in conf/wanbackup.toml.example; docs/operations.md
+// walks through a first job.
+//
+// LoadConfig reads and checks the whole file before anything runs: unknown keys, wrong types,
+// bad values, a job naming an unknown repository, a missing credential file, a credential file
+// that others can read (as ssh refuses such a key) and a config file that others can write or
+// read are all InvalidArgument with "FILE:LINE: key: why". Secrets themselves never appear in
+// the file, only the paths of files that hold them. Pure data after loading; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "jobs/calendar.h"
+#include "pipeline/retention.h"
+
+namespace wanbackup::jobs {
+
+inline constexpr const char kDefaultConfigPath[] = "/etc/wanbackup/wanbackup.toml";
+inline constexpr const char kConfigEnv[] = "WANBACKUP_CONFIG";
+
+struct RepositoryConfig {
+  std::string name;
+  std::string path;
+  std::string password_file;  // one of these two
+  std::string key_file;
+};
+
+struct JobConfig {
+  std::string name;
+  std::string repository;  // a [repositories.NAME]
+  std::string source;      // iscsi://… or a file / block device
+  std::string tag;
+  std::string schedule;  // systemd OnCalendar; empty: run by hand only
+  std::string randomized_delay = "10m";
+  std::string lock_wait = "1h";  // for each step's repository lock
+  // The source's iSCSI login (as the flags of `snapshot`).
+  std::string chap_user;
+  std::string chap_secret_file;
+  std::string target_chap_user;
+  std::string target_chap_secret_file;
+  std::string initiator_name;
+  std::string header_digest = "auto";
+  std::string login_timeout = "15s";
+  std::string command_timeout = "30s";
+  // Tuning (0 / empty: autotune, as without the flag).
+  int connections = 0;
+  int queue_depth = 0;
+  std::string io_size;
+  std::string max_memory = "256MiB";
+  std::string retry_timeout = "5m";
+  std::string limit_rate;  // empty: unlimited
+  // After the snapshot.
+  pipeline::RetentionPolicy retention;  // empty: no forget step
+  std::string prune_interval = "7d";    // prune when the last one is older; "never"
+  std::string max_unused = "5%";
+  double verify_share = 0;  // share of the repository's chunks verified per run (0..1)
+};
+
+struct Config {
+  std::string path;
+  std::map<std::string, RepositoryConfig> repositories;
+  std::map<std::string, JobConfig> jobs;
+  std::string metrics_textfile;  // node_exporter textfile collector file; empty: none
+};
+
+// --config, else $WANBACKUP_CONFIG, else kDefaultConfigPath.
+std::string ConfigPath(const std::string& flag);
+
+Result<Config> LoadConfig(const std::string& path);
+
+// The job, or NotFound naming the jobs the file has.
+Result<const JobConfig*> FindJob(const Config& config, const std::string& name);
+
+}  // namespace wanbackup::jobs

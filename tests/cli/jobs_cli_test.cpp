@@ -1,0 +1,147 @@
+// `wanbackup run`, `jobs` and `schedule` on local images (no target): the steps of a job, its
+// history, the dry run, and bad configs. The WAN and the generated units: integration/jobs_test.
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/repo_cli.h"
+#include "support/temp_dir.h"
+
+namespace wanbackup::testing {
+namespace {
+
+struct JobSetup {
+  TempDir dir{"jobs-cli"};
+  RepoCli repo{dir};
+  std::string config = dir / "wanbackup.toml";
+  std::string image = dir / "disk.img";
+
+  JobSetup() { repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"}); }
+
+  void Write(const std::string& job_keys) const {
+    std::ofstream(config) << "[repositories.main]\npath = \"" << repo.path() << "\"\nkey_file = \""
+                          << repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                          << image << "\"\n"
+                          << job_keys;
+    REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  }
+  RunResult Wb(std::vector<std::string> args) const {
+    args.push_back("--config");
+    args.push_back(config);
+    return repo.Wb(args);
+  }
+  nlohmann::json Json(std::vector<std::string> args) const {
+    args.push_back("--json");
+    const RunResult r = Wb(args);
+    INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out);
+  }
+};
+
+TEST_CASE("run: a job snapshots, forgets by its rules, prunes and verifies, and jobs lists it",
+          "[jobs]") {
+  JobSetup s;
+  s.Write("tag = \"nightly\"\nkeep_last = 2\nprune_interval = \"always\"\nverify_share = 1\n");
+  nlohmann::json last;
+  for (uint64_t v = 1; v <= 3; ++v) {
+    WriteNoiseImage(s.image, v, 4);
+    last = s.Json({"run", "disk"});
+    CHECK(last["status"] == "ok");
+    CHECK(last["exit_code"] == 0);
+  }
+  REQUIRE(last["steps"].size() == 4);
+  CHECK(last["steps"][0]["step"] == "snapshot");
+  CHECK(last["steps"][1]["forgotten"] == nlohmann::json::array({1}));
+  CHECK(last["steps"][2]["step"] == "prune");
+  CHECK(last["steps"][2]["status"] == "ok");
+  CHECK(last["steps"][3]["chunks_damaged"] == 0);
+  CHECK(last["steps"][3]["share_of"] == 1);
+
+  const nlohmann::json snapshots = nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out);
+  CHECK(snapshots.size() == 2);
+  s.repo.Ok({"restore", "latest", "--to", s.dir / "back.img"});
+  CHECK(SameFile(s.dir / "back.img", s.image));
+
+  const nlohmann::json jobs = s.Json({"jobs"});
+  REQUIRE(jobs["jobs"].size() == 1);
+  CHECK(jobs["jobs"][0]["state"] == "ok");
+  REQUIRE(jobs["jobs"][0]["runs"].size() == 3);
+  CHECK(jobs["jobs"][0]["runs"][0]["snapshot"] == last["snapshot"]);
+  CHECK(jobs["jobs"][0]["next_run_unix_ms"] == 0);  // no schedule
+  const RunResult text = s.Wb({"jobs"});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("disk: ok (repository main") == 0);
+}
+
+TEST_CASE("run: --dry-run says what each step would do and changes nothing", "[jobs]") {
+  JobSetup s;
+  s.Write("keep_daily = 7\nverify_share = \"10%\"\n");
+  WriteNoiseImage(s.image, 1, 2);
+  const auto before = TreeContents(s.repo.path());
+  const RunResult r = s.Wb({"run", "disk", "--dry-run"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("snapshot " + s.image + " into " + s.repo.path()) == 0);
+  CHECK(r.out.find("prune: due") != std::string::npos);
+  CHECK(r.out.find("verify share 1 of 10") != std::string::npos);
+  CHECK(TreeContents(s.repo.path()) == before);
+}
+
+TEST_CASE("run: a failing snapshot fails the run, is recorded, and forgets nothing", "[jobs]") {
+  JobSetup s;
+  s.Write("keep_last = 1\n");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});
+  REQUIRE(::unlink(s.image.c_str()) == 0);
+  const RunResult r = s.Wb({"run", "disk"});
+  CHECK(r.exit_code == 6);  // the source is not found
+  CHECK(r.err.find("job disk, snapshot: ") != std::string::npos);
+  const nlohmann::json jobs = s.Json({"jobs"});
+  CHECK(jobs["jobs"][0]["state"] == "failed");
+  CHECK(jobs["jobs"][0]["runs"][0]["steps"][1]["status"] == "skipped");
+  CHECK(nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out).size() == 1);
+}
+
+TEST_CASE("run: a bad config is one line naming file, line and key; exit 2, nothing run",
+          "[jobs]") {
+  JobSetup s;
+  s.Write("kep_last = 3\n");
+  const auto before = TreeContents(s.repo.path());
+  const RunResult r = s.Wb({"run", "disk"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "wanbackup: " + s.config +
+                     ":9: jobs.disk.kep_last: unknown key (did you mean 'keep_last'?)\n");
+  CHECK(TreeContents(s.repo.path()) == before);
+  s.Write("");
+  CHECK(s.Wb({"run", "nosuchjob"}).err.find("no job 'nosuchjob'") != std::string::npos);
+  REQUIRE(::chmod(s.config.c_str(), 0644) == 0);
+  const RunResult loose = s.Wb({"jobs"});
+  CHECK(loose.exit_code == 2);
+  CHECK(loose.err.find("others can read this file") != std::string::npos);
+}
+
+TEST_CASE("schedule: systemd units from conf/ with the job's schedule, or a crontab line",
+          "[jobs]") {
+  JobSetup s;
+  s.Write("schedule = \"Mon..Fri 22:00\"\nrandomized_delay = \"5m\"\n");
+  const RunResult units = s.Wb({"schedule", "disk"});
+  CHECK(units.exit_code == 0);
+  CHECK(units.out.find("ExecStart=" + std::string(WB_WANBACKUP_BIN) + " run %i --config " +
+                       s.config) != std::string::npos);
+  CHECK(units.out.find("OnCalendar=\nOnCalendar=Mon..Fri 22:00\nRandomizedDelaySec=5m\n") !=
+        std::string::npos);
+  const RunResult cron = s.Wb({"schedule", "disk", "--cron"});
+  CHECK(cron.exit_code == 0);
+  CHECK(cron.out.find("\n0 22 * * 1,2,3,4,5 root " + std::string(WB_WANBACKUP_BIN) +
+                      " run disk --config " + s.config + " --quiet\n") != std::string::npos);
+  s.Write("schedule = \"Sat *-*-1..7 03:00\"\n");
+  const RunResult no_cron = s.Wb({"schedule", "disk", "--cron"});
+  CHECK(no_cron.exit_code != 0);
+  CHECK(no_cron.err.find("use the systemd timer") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace wanbackup::testing

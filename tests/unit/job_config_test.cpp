@@ -1,0 +1,149 @@
+// The job configuration file (jobs/config.h): a good file loads with its values; every kind of
+// bad file is refused with one line naming file:line and key, exit status 2's kind.
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "jobs/config.h"
+#include "support/temp_dir.h"
+
+namespace wanbackup::jobs {
+namespace {
+
+using testing::TempDir;
+
+void WriteFile(const std::string& path, const std::string& text, mode_t mode = 0600) {
+  std::ofstream(path) << text;
+  REQUIRE(::chmod(path.c_str(), mode) == 0);
+}
+
+// A directory with a passphrase file and a CHAP secret file (0600) and a config naming them.
+struct ConfigDir {
+  TempDir dir{"config"};
+  std::string pass = dir / "main.pass";
+  std::string chap = dir / "db.chap";
+  std::string config = dir / "wanbackup.toml";
+  ConfigDir() {
+    WriteFile(pass, "secret\n");
+    WriteFile(chap, "chapsecret\n");
+  }
+  std::string Repos() const {
+    return "[repositories.main]\npath = \"/srv/backup/main\"\npassword_file = \"" + pass + "\"\n\n";
+  }
+  std::string Job() const {
+    return "[jobs.db]\nrepository = \"main\"\n"
+           "source = \"iscsi://san.example.net/iqn.2001-05.com.example:db/1\"\n"
+           "chap_user = \"backup\"\nchap_secret_file = \"" +
+           chap + "\"\n";
+  }
+  Result<Config> Load(const std::string& text, mode_t mode = 0600) const {
+    WriteFile(config, text, mode);
+    return LoadConfig(config);
+  }
+  // REQUIREs a refusal and returns its message.
+  std::string Refused(const std::string& text, mode_t mode = 0600) const {
+    Result<Config> c = Load(text, mode);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().code() == StatusCode::kInvalidArgument);
+    return c.status().message();
+  }
+};
+
+TEST_CASE("job config: the example's keys load with their values", "[config]") {
+  ConfigDir d;
+  Result<Config> c =
+      d.Load(d.Repos() + d.Job() +
+             "tag = \"nightly\"\nschedule = \"*-*-* 01:30:00\"\nkeep_last = 7\nkeep_daily = 14\n"
+             "keep_weekly = 8\nkeep_monthly = 12\nkeep_within = \"3d\"\n"
+             "keep_tags = [\"keep\"]\nlimit_rate = \"80M\"\nconnections = 8\n"
+             "verify_share = 0.1\nprune_interval = \"always\"\n\n"
+             "[metrics]\ntextfile = \"/tmp/x.prom\"\n");
+  REQUIRE(c.ok());
+  const JobConfig& j = c->jobs.at("db");
+  CHECK(j.repository == "main");
+  CHECK(j.tag == "nightly");
+  CHECK(j.schedule == "*-*-* 01:30:00");
+  CHECK(j.retention.keep_last == 7);
+  CHECK(j.retention.keep_daily == 14);
+  CHECK(j.retention.keep_weekly == 8);
+  CHECK(j.retention.keep_monthly == 12);
+  CHECK(j.retention.keep_within == std::chrono::hours(72));
+  CHECK(j.retention.keep_tags == std::vector<std::string>{"keep"});
+  CHECK(j.limit_rate == "80M");
+  CHECK(j.connections == 8);
+  CHECK(j.verify_share == Approx(0.1));
+  CHECK(j.prune_interval == "always");
+  CHECK(j.chap_secret_file == d.chap);
+  CHECK(c->repositories.at("main").password_file == d.pass);
+  CHECK(c->metrics_textfile == "/tmp/x.prom");
+  CHECK(FindJob(*c, "db").ok());
+  Result<const JobConfig*> missing = FindJob(*c, "web");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("(jobs: db)") != std::string::npos);
+}
+
+TEST_CASE("job config: an unknown key names file, line and key, and the near miss", "[config]") {
+  ConfigDir d;
+  const std::string msg = d.Refused(d.Repos() + d.Job() + "kep_last = 3\n");
+  CHECK(msg == d.config + ":10: jobs.db.kep_last: unknown key (did you mean 'keep_last'?)");
+  CHECK(d.Refused(d.Repos() + "[frobs]\n").find(":5: frobs: unknown key") != std::string::npos);
+}
+
+TEST_CASE("job config: a value of the wrong type or out of range is refused", "[config]") {
+  ConfigDir d;
+  CHECK(d.Refused(d.Repos() + d.Job() + "keep_last = \"7\"\n") ==
+        d.config + ":10: jobs.db.keep_last: must be a whole number");
+  CHECK(d.Refused(d.Repos() + d.Job() + "connections = 99\n") ==
+        d.config + ":10: jobs.db.connections: must lie from 1 to 16");
+  CHECK(
+      d.Refused(d.Repos() + d.Job() + "limit_rate = \"20Mb\"\n").find(":10: jobs.db.limit_rate") !=
+      std::string::npos);
+  CHECK(d.Refused(d.Repos() + d.Job() + "schedule = \"*-*-* 25:00\"\n")
+            .find(":10: jobs.db.schedule: schedule '*-*-* 25:00': hour") != std::string::npos);
+  CHECK(d.Refused(d.Repos() + d.Job() + "verify_share = 2\n").find("verify_share") !=
+        std::string::npos);
+  CHECK(d.Refused("x = [1,\n").find(d.config + ":") == 0);  // TOML syntax error, with a line
+}
+
+TEST_CASE("job config: a job naming an unknown repository is refused", "[config]") {
+  ConfigDir d;
+  std::string job = d.Job();
+  job.replace(job.find("\"main\""), 6, "\"backup\"");
+  CHECK(d.Refused(d.Repos() + job) ==
+        d.config + ":6: jobs.db.repository: no [repositories.backup] in this file");
+}
+
+TEST_CASE("job config: credential files must exist and be readable by their owner only",
+          "[config]") {
+  ConfigDir d;
+  const std::string missing = d.Refused(
+      "[repositories.main]\npath = \"/srv/b\"\npassword_file = \"" + d.dir / "nope" + "\"\n");
+  CHECK(missing.find(d.config + ":3: repositories.main.password_file: " + d.dir / "nope") == 0);
+  REQUIRE(::chmod(d.chap.c_str(), 0644) == 0);
+  const std::string loose = d.Refused(d.Repos() + d.Job());
+  CHECK(loose.find(":9: jobs.db.chap_secret_file: " + d.chap +
+                   " can be read or changed by others (mode 0644)") != std::string::npos);
+}
+
+TEST_CASE("job config: no secret inline, and a config file others can read is refused",
+          "[config]") {
+  ConfigDir d;
+  CHECK(d.Refused(d.Repos() + "[jobs.db]\nrepository = \"main\"\n"
+                              "source = \"iscsi://u%pw@san/iqn.x:y/1\"\n")
+            .find("no secrets in the config file") != std::string::npos);
+  CHECK(d.Refused(d.Repos(), 0644).find("others can read this file (mode 0644)") !=
+        std::string::npos);
+  CHECK(d.Load(d.Repos(), 0640).ok());
+}
+
+TEST_CASE("job config: a missing config file says how to give one", "[config]") {
+  Result<Config> c = LoadConfig("/nonexistent/wanbackup.toml");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().code() == StatusCode::kNotFound);
+  CHECK(c.status().message().find("--config") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace wanbackup::jobs
