@@ -70,102 +70,115 @@ Status CheckArguments(ForgetCommandOptions* opts) {
   return Status::Ok();
 }
 
-Status RunForget(ForgetCommandOptions opts) {
-  WB_RETURN_IF_ERROR(CheckArguments(&opts));
-  // A dry run only reads; a real one must be alone with the repository.
-  WB_ASSIGN_OR_RETURN(auto repo,
-                      OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
-                                                             : pipeline::OpenMode::kExclusive));
-  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo->catalog().Snapshots(false));
-  std::map<std::string, std::vector<catalog::SnapshotInfo>> by_source;
-  for (const catalog::SnapshotInfo& s : all)
-    by_source[s.source].push_back(s);
+using SnapshotsBySource = std::map<std::string, std::vector<catalog::SnapshotInfo>>;
 
-  // What to forget, per source.
+// What to forget: the decision about every snapshot of each source concerned, and the
+// snapshots the decisions drop.
+struct ForgetPlan {
   std::map<std::string, std::vector<pipeline::RetentionDecision>> decisions;
   std::vector<catalog::SnapshotInfo> forget;
-  if (!opts.ids.empty()) {
-    std::set<int64_t> wanted;
-    for (const std::string& id : opts.ids)
-      wanted.insert(std::strtoll(id.c_str(), nullptr, 10));
-    for (int64_t id : wanted) {
-      Result<catalog::SnapshotInfo> s = repo->catalog().GetSnapshot(id);
-      if (!s.ok() || s->status != catalog::SnapshotStatus::kComplete) {
-        return Status::NotFound("no snapshot " + std::to_string(id) +
-                                " (see 'wanbackup snapshots'); nothing was forgotten");
-      }
-    }
-    for (auto& [source, list] : by_source) {
-      const bool touched = std::any_of(list.begin(), list.end(),
-                                       [&](const auto& s) { return wanted.count(s.id) != 0; });
-      if (!touched) continue;
-      for (const catalog::SnapshotInfo& s : list) {
-        const bool drop = wanted.count(s.id) != 0;
-        decisions[source].push_back(
-            {s, !drop, drop ? std::vector<std::string>{} : std::vector<std::string>{"not named"}});
-        if (drop) forget.push_back(s);
-      }
-    }
-  } else {
-    if (!opts.source.empty() && by_source.count(opts.source) == 0) {
-      return Status::NotFound("no snapshots of source '" + opts.source +
-                              "' (see 'wanbackup snapshots'); nothing was forgotten");
-    }
-    for (auto& [source, list] : by_source) {
-      if (!opts.source.empty() && source != opts.source) continue;
-      decisions[source] = pipeline::ApplyRetention(list, opts.policy);
-      for (const pipeline::RetentionDecision& d : decisions[source]) {
-        if (!d.keep) forget.push_back(d.snapshot);
-      }
+};
+
+// The snapshots named on the command line (each must exist and be complete); the other
+// snapshots of their sources are kept as "not named".
+Result<ForgetPlan> PlanByIds(catalog::Catalog& cat, const SnapshotsBySource& by_source,
+                             const std::vector<std::string>& ids) {
+  std::set<int64_t> wanted;
+  for (const std::string& id : ids)
+    wanted.insert(std::strtoll(id.c_str(), nullptr, 10));
+  for (int64_t id : wanted) {
+    Result<catalog::SnapshotInfo> s = cat.GetSnapshot(id);
+    if (!s.ok() || s->status != catalog::SnapshotStatus::kComplete) {
+      return Status::NotFound("no snapshot " + std::to_string(id) +
+                              " (see 'wanbackup snapshots'); nothing was forgotten");
     }
   }
-  // Never the last snapshot of a source, unless asked in so many words.
-  for (const auto& [source, list] : decisions) {
+  ForgetPlan plan;
+  for (const auto& [source, list] : by_source) {
+    const bool touched = std::any_of(list.begin(), list.end(),
+                                     [&](const auto& s) { return wanted.count(s.id) != 0; });
+    if (!touched) continue;
+    for (const catalog::SnapshotInfo& s : list) {
+      const bool drop = wanted.count(s.id) != 0;
+      plan.decisions[source].push_back(
+          {s, !drop, drop ? std::vector<std::string>{} : std::vector<std::string>{"not named"}});
+      if (drop) plan.forget.push_back(s);
+    }
+  }
+  return plan;
+}
+
+// The --keep-* rules applied to each source (or to --source only).
+Result<ForgetPlan> PlanByPolicy(const SnapshotsBySource& by_source,
+                                const ForgetCommandOptions& opts) {
+  if (!opts.source.empty() && by_source.count(opts.source) == 0) {
+    return Status::NotFound("no snapshots of source '" + opts.source +
+                            "' (see 'wanbackup snapshots'); nothing was forgotten");
+  }
+  ForgetPlan plan;
+  for (const auto& [source, list] : by_source) {
+    if (!opts.source.empty() && source != opts.source) continue;
+    plan.decisions[source] = pipeline::ApplyRetention(list, opts.policy);
+    for (const pipeline::RetentionDecision& d : plan.decisions[source]) {
+      if (!d.keep) plan.forget.push_back(d.snapshot);
+    }
+  }
+  return plan;
+}
+
+// Which snapshots to forget: those named by id, or those the --keep-* rules do not keep.
+Result<ForgetPlan> Plan(pipeline::Repository& repo, const ForgetCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(false));
+  SnapshotsBySource by_source;
+  for (const catalog::SnapshotInfo& s : all)
+    by_source[s.source].push_back(s);
+  if (!opts.ids.empty()) return PlanByIds(repo.catalog(), by_source, opts.ids);
+  return PlanByPolicy(by_source, opts);
+}
+
+// Never the last snapshot of a source, unless asked in so many words.
+Status CheckNoSourceEmptied(const ForgetPlan& plan, bool allow_empty_source) {
+  for (const auto& [source, list] : plan.decisions) {
     const bool keeps_one =
         std::any_of(list.begin(), list.end(), [](const auto& d) { return d.keep; });
-    if (!keeps_one && !list.empty() && !opts.allow_empty_source) {
+    if (!keeps_one && !list.empty() && !allow_empty_source) {
       return Status::InvalidArgument(
           "this would forget every snapshot of " + source + " (the newest is " +
           std::to_string(list.front().snapshot.id) +
           "); keep one, or give --allow-empty-source; nothing was forgotten");
     }
   }
+  return Status::Ok();
+}
 
-  std::vector<int64_t> forgotten;
-  for (const catalog::SnapshotInfo& s : forget)
-    forgotten.push_back(s.id);
-  std::sort(forgotten.begin(), forgotten.end());
-  bool upgraded = false;
-  if (!opts.dry_run && !forget.empty()) {
-    WB_ASSIGN_OR_RETURN(pipeline::ForgetOutcome outcome, pipeline::ForgetSnapshots(*repo, forget));
-    upgraded = outcome.upgraded_format;
-  }
-
-  if (opts.json) {
-    nlohmann::json sources = nlohmann::json::array();
-    for (const auto& [source, list] : decisions) {
-      nlohmann::json keep = nlohmann::json::array(), drop = nlohmann::json::array();
-      for (const pipeline::RetentionDecision& d : list) {
-        nlohmann::json e = {{"id", d.snapshot.id},
-                            {"started_unix_ms", d.snapshot.started_unix_ms},
-                            {"tag", d.snapshot.tag}};
-        if (d.keep) {
-          e["reasons"] = d.reasons;
-          keep.push_back(e);
-        } else {
-          drop.push_back(e);
-        }
+void PrintJson(const ForgetPlan& plan, const std::vector<int64_t>& forgotten, bool dry_run,
+               bool upgraded) {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& [source, list] : plan.decisions) {
+    nlohmann::json keep = nlohmann::json::array(), drop = nlohmann::json::array();
+    for (const pipeline::RetentionDecision& d : list) {
+      nlohmann::json e = {{"id", d.snapshot.id},
+                          {"started_unix_ms", d.snapshot.started_unix_ms},
+                          {"tag", d.snapshot.tag}};
+      if (d.keep) {
+        e["reasons"] = d.reasons;
+        keep.push_back(e);
+      } else {
+        drop.push_back(e);
       }
-      sources.push_back({{"source", source}, {"keep", keep}, {"forget", drop}});
     }
-    nlohmann::json j = {{"dry_run", opts.dry_run},
-                        {"forgotten", forgotten},
-                        {"sources", sources},
-                        {"upgraded_format", upgraded}};
-    std::printf("%s\n", j.dump(2).c_str());
-    return Status::Ok();
+    sources.push_back({{"source", source}, {"keep", keep}, {"forget", drop}});
   }
-  for (const auto& [source, list] : decisions) {
+  nlohmann::json j = {{"dry_run", dry_run},
+                      {"forgotten", forgotten},
+                      {"sources", sources},
+                      {"upgraded_format", upgraded}};
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+// One table per source: keep or forget, id, start time, tag, and the rules that keep it.
+void PrintDecisions(const ForgetPlan& plan) {
+  for (const auto& [source, list] : plan.decisions) {
     size_t kept = 0;
     for (const auto& d : list)
       kept += d.keep ? 1 : 0;
@@ -180,9 +193,12 @@ Status RunForget(ForgetCommandOptions opts) {
                   d.snapshot.tag.empty() ? "-" : d.snapshot.tag.c_str(), why.c_str());
     }
   }
+}
+
+void PrintOutcome(const std::vector<int64_t>& forgotten, bool dry_run, bool upgraded) {
   if (forgotten.empty()) {
     PrintInfo("nothing to forget");
-  } else if (opts.dry_run) {
+  } else if (dry_run) {
     PrintInfo("would forget " + std::to_string(forgotten.size()) +
               " snapshot(s): " + JoinIds(forgotten) + " (dry run: nothing was changed)");
   } else {
@@ -190,16 +206,39 @@ Status RunForget(ForgetCommandOptions opts) {
     PrintInfo("forgot " + std::to_string(forgotten.size()) + " snapshot(s): " + JoinIds(forgotten) +
               "; 'wanbackup prune' frees their space");
   }
+}
+
+Status RunForget(ForgetCommandOptions opts) {
+  WB_RETURN_IF_ERROR(CheckArguments(&opts));
+  // A dry run only reads; a real one must be alone with the repository.
+  WB_ASSIGN_OR_RETURN(auto repo,
+                      OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
+                                                             : pipeline::OpenMode::kExclusive));
+  WB_ASSIGN_OR_RETURN(const ForgetPlan plan, Plan(*repo, opts));
+  WB_RETURN_IF_ERROR(CheckNoSourceEmptied(plan, opts.allow_empty_source));
+
+  std::vector<int64_t> forgotten;
+  for (const catalog::SnapshotInfo& s : plan.forget)
+    forgotten.push_back(s.id);
+  std::sort(forgotten.begin(), forgotten.end());
+  bool upgraded = false;
+  if (!opts.dry_run && !plan.forget.empty()) {
+    WB_ASSIGN_OR_RETURN(pipeline::ForgetOutcome outcome,
+                        pipeline::ForgetSnapshots(*repo, plan.forget));
+    upgraded = outcome.upgraded_format;
+  }
+
+  if (opts.json) {
+    PrintJson(plan, forgotten, opts.dry_run, upgraded);
+    return Status::Ok();
+  }
+  PrintDecisions(plan);
+  PrintOutcome(forgotten, opts.dry_run, upgraded);
   return Status::Ok();
 }
 
-}  // namespace
-
-void RegisterForget(CLI::App& app, Runner* runner) {
-  auto opts = std::make_shared<ForgetCommandOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "forget", "Remove snapshots by a retention policy (--keep-*) or by number");
-  cmd->add_option("snapshot", opts->ids, "snapshot numbers to forget (instead of --keep-* rules)");
+// The --keep-* rules, in their own help group.
+void AddRetentionFlags(CLI::App* cmd, ForgetCommandOptions* opts) {
   const char* rules = "Retention (per source; a snapshot any rule keeps is kept)";
   cmd->add_option("--keep-last", opts->policy.keep_last, "keep the N newest snapshots")
       ->check(CLI::PositiveNumber)
@@ -231,6 +270,34 @@ void RegisterForget(CLI::App& app, Runner* runner) {
   cmd->add_option("--keep-tag", opts->policy.keep_tags,
                   "keep every snapshot with this tag (repeatable)")
       ->group(rules);
+}
+
+constexpr const char kForgetFooter[] =
+    "\nRULES: the snapshots of each source are taken newest first, by start time. --keep-last\n"
+    "keeps the N newest. --keep-hourly/daily/weekly/monthly/yearly keep, for each of the N\n"
+    "newest periods that have a snapshot, the newest snapshot in it (periods in local\n"
+    "time). --keep-within keeps all taken within DURATION of the newest. --keep-tag keeps\n"
+    "all with the tag. A snapshot is kept if any rule keeps it; the rest are forgotten.\n"
+    "Example: 30 nightly snapshots with --keep-last 3 --keep-daily 7 keep the 7 newest\n"
+    "nights. A forget that would leave a source with no snapshot is refused unless\n"
+    "--allow-empty-source is given.\n"
+    "\nForgetting removes snapshots from the catalog and seals a forget record in the\n"
+    "repository (so 'repair catalog' does not bring them back); it frees no space:\n"
+    "'wanbackup prune' does. Takes the repository alone (waits for readers and writers\n"
+    "up to --lock-wait). Snapshot numbers are never reused.\n"
+    "\nEXAMPLES:\n"
+    "  wanbackup forget --repo /backup/db --keep-last 7 --keep-daily 14 --keep-monthly 12\n"
+    "  wanbackup forget --repo /backup/db --keep-within 30d --source /dev/vg0/db --dry-run\n"
+    "  wanbackup forget --repo /backup/db 12 15 && wanbackup prune --repo /backup/db";
+
+}  // namespace
+
+void RegisterForget(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<ForgetCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "forget", "Remove snapshots by a retention policy (--keep-*) or by number");
+  cmd->add_option("snapshot", opts->ids, "snapshot numbers to forget (instead of --keep-* rules)");
+  AddRetentionFlags(cmd, opts.get());
   cmd->add_option("--source", opts->source,
                   "apply the rules to this source only (as 'wanbackup snapshots' names it)");
   cmd->add_flag("--allow-empty-source", opts->allow_empty_source,
@@ -240,23 +307,7 @@ void RegisterForget(CLI::App& app, Runner* runner) {
                 "nothing");
   cmd->add_flag("--json", opts->json, "print the decisions as JSON");
   AddRepoFlags(cmd, &opts->repo);
-  cmd->footer(
-      "\nRULES: the snapshots of each source are taken newest first, by start time. --keep-last\n"
-      "keeps the N newest. --keep-hourly/daily/weekly/monthly/yearly keep, for each of the N\n"
-      "newest periods that have a snapshot, the newest snapshot in it (periods in local\n"
-      "time). --keep-within keeps all taken within DURATION of the newest. --keep-tag keeps\n"
-      "all with the tag. A snapshot is kept if any rule keeps it; the rest are forgotten.\n"
-      "Example: 30 nightly snapshots with --keep-last 3 --keep-daily 7 keep the 7 newest\n"
-      "nights. A forget that would leave a source with no snapshot is refused unless\n"
-      "--allow-empty-source is given.\n"
-      "\nForgetting removes snapshots from the catalog and seals a forget record in the\n"
-      "repository (so 'repair catalog' does not bring them back); it frees no space:\n"
-      "'wanbackup prune' does. Takes the repository alone (waits for readers and writers\n"
-      "up to --lock-wait). Snapshot numbers are never reused.\n"
-      "\nEXAMPLES:\n"
-      "  wanbackup forget --repo /backup/db --keep-last 7 --keep-daily 14 --keep-monthly 12\n"
-      "  wanbackup forget --repo /backup/db --keep-within 30d --source /dev/vg0/db --dry-run\n"
-      "  wanbackup forget --repo /backup/db 12 15 && wanbackup prune --repo /backup/db");
+  cmd->footer(kForgetFooter);
   cmd->callback([opts, runner] { *runner = [opts] { return RunForget(*opts); }; });
 }
 

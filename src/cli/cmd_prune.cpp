@@ -22,6 +22,49 @@ struct PruneCommandOptions {
   RepoFlags repo;
 };
 
+void PrintJsonReport(const pipeline::PruneReport& r, bool dry_run) {
+  nlohmann::json j = {{"dry_run", dry_run},
+                      {"snapshots", r.snapshots},
+                      {"packs", r.packs},
+                      {"total_bytes", r.total_bytes},
+                      {"live_bytes", r.live_bytes},
+                      {"unused_bytes", r.unused_bytes},
+                      {"orphan_packs", r.orphan_packs},
+                      {"orphan_bytes", r.orphan_bytes},
+                      {"packs_removed", r.packs_removed},
+                      {"packs_rewritten", r.packs_rewritten},
+                      {"packs_written", r.packs_written},
+                      {"records_copied", r.records_copied},
+                      {"records_dropped", r.records_dropped},
+                      {"bytes_copied", r.bytes_copied},
+                      {"bytes_freed", r.bytes_freed},
+                      {"unused_after", r.unused_after},
+                      {"abandoned_runs", r.abandoned_runs},
+                      {"missing_packs", r.missing_packs}};
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void PrintReport(const pipeline::PruneReport& r, const PruneCommandOptions& opts) {
+  for (const std::string& name : r.missing_packs)
+    PrintWarning("pack " + name + " is named by the catalog but missing; run 'wanbackup verify'");
+  const std::string verb = opts.dry_run ? "would " : "";
+  PrintInfo(std::to_string(r.packs) + " packs, " + FormatBytes(r.total_bytes) + ": " +
+            FormatBytes(r.live_bytes) + " used by " + std::to_string(r.snapshots) +
+            " snapshot(s), " + FormatBytes(r.unused_bytes) + " unused");
+  if (r.orphan_packs > 0) {
+    PrintInfo(verb + (opts.dry_run ? "remove " : "removed ") + std::to_string(r.orphan_packs) +
+              " pack(s) no catalog entry names (" + FormatBytes(r.orphan_bytes) +
+              ", left by an interrupted run)");
+  }
+  PrintInfo((opts.dry_run ? "would remove " : "removed ") + std::to_string(r.packs_removed) +
+            " pack(s) with nothing in use, " + (opts.dry_run ? "rewrite " : "rewrote ") +
+            std::to_string(r.packs_rewritten) + " (copying " + FormatBytes(r.bytes_copied) +
+            " still in use); " + (opts.dry_run ? "would free " : "freed ") +
+            FormatBytes(r.bytes_freed) + ", " + FormatBytes(r.unused_after) +
+            " unused left (--max-unused " + opts.max_unused + ")" +
+            (opts.dry_run ? " (dry run: nothing was changed)" : ""));
+}
+
 Status RunPrune(const PruneCommandOptions& opts) {
   pipeline::PruneOptions options;
   WB_ASSIGN_OR_RETURN(options.max_unused, pipeline::ParseUnusedLimit(opts.max_unused));
@@ -41,46 +84,10 @@ Status RunPrune(const PruneCommandOptions& opts) {
     }
     return result.status();
   }
-  const pipeline::PruneReport& r = *result;
   if (opts.json) {
-    nlohmann::json j = {{"dry_run", opts.dry_run},
-                        {"snapshots", r.snapshots},
-                        {"packs", r.packs},
-                        {"total_bytes", r.total_bytes},
-                        {"live_bytes", r.live_bytes},
-                        {"unused_bytes", r.unused_bytes},
-                        {"orphan_packs", r.orphan_packs},
-                        {"orphan_bytes", r.orphan_bytes},
-                        {"packs_removed", r.packs_removed},
-                        {"packs_rewritten", r.packs_rewritten},
-                        {"packs_written", r.packs_written},
-                        {"records_copied", r.records_copied},
-                        {"records_dropped", r.records_dropped},
-                        {"bytes_copied", r.bytes_copied},
-                        {"bytes_freed", r.bytes_freed},
-                        {"unused_after", r.unused_after},
-                        {"abandoned_runs", r.abandoned_runs},
-                        {"missing_packs", r.missing_packs}};
-    std::printf("%s\n", j.dump(2).c_str());
+    PrintJsonReport(*result, opts.dry_run);
   } else {
-    for (const std::string& name : r.missing_packs)
-      PrintWarning("pack " + name + " is named by the catalog but missing; run 'wanbackup verify'");
-    const std::string verb = opts.dry_run ? "would " : "";
-    PrintInfo(std::to_string(r.packs) + " packs, " + FormatBytes(r.total_bytes) + ": " +
-              FormatBytes(r.live_bytes) + " used by " + std::to_string(r.snapshots) +
-              " snapshot(s), " + FormatBytes(r.unused_bytes) + " unused");
-    if (r.orphan_packs > 0) {
-      PrintInfo(verb + (opts.dry_run ? "remove " : "removed ") + std::to_string(r.orphan_packs) +
-                " pack(s) no catalog entry names (" + FormatBytes(r.orphan_bytes) +
-                ", left by an interrupted run)");
-    }
-    PrintInfo((opts.dry_run ? "would remove " : "removed ") + std::to_string(r.packs_removed) +
-              " pack(s) with nothing in use, " + (opts.dry_run ? "rewrite " : "rewrote ") +
-              std::to_string(r.packs_rewritten) + " (copying " + FormatBytes(r.bytes_copied) +
-              " still in use); " + (opts.dry_run ? "would free " : "freed ") +
-              FormatBytes(r.bytes_freed) + ", " + FormatBytes(r.unused_after) +
-              " unused left (--max-unused " + opts.max_unused + ")" +
-              (opts.dry_run ? " (dry run: nothing was changed)" : ""));
+    PrintReport(*result, opts);
   }
   return Status::Ok();
 }

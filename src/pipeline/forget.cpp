@@ -10,18 +10,17 @@
 #include "pipeline/snapshot_record.h"
 
 namespace wanbackup::pipeline {
+namespace {
 
-Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
-                                      const std::vector<catalog::SnapshotInfo>& snapshots) {
-  ForgetOutcome outcome;
-  if (snapshots.empty()) return outcome;
-  catalog::Catalog& cat = repo.catalog();
+// The forget record naming each snapshot by id and by the digest of its sealed record, which
+// must be in the catalog as a snapshot record.
+Result<ForgetRecord> NameForgotten(catalog::Catalog& cat, const std::string& repository_id,
+                                   const std::vector<catalog::SnapshotInfo>& snapshots) {
   ForgetRecord record;
-  record.repository_id = repo.config().id;
+  record.repository_id = repository_id;
   record.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
-  int64_t max_id = 0;
   for (const catalog::SnapshotInfo& s : snapshots) {
     if (s.record_id == 0) {
       return Status::Corruption("snapshot " + std::to_string(s.id) +
@@ -34,20 +33,19 @@ Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
                                 "verify'");
     }
     record.snapshots.push_back(ForgottenSnapshot{s.id, sealed.digest});
-    max_id = std::max(max_id, s.id);
   }
-  // Before the first record of a kind a format-2 wanbackup does not know.
-  if (repo.config().format < kRepositoryFormat) {
-    WB_RETURN_IF_ERROR(repo.UpgradeConfig());
-    outcome.upgraded_format = true;
-  }
+  return record;
+}
 
+// Seals the record into a new pack, makes the pack durable, and indexes the record in the
+// catalog (in the caller's transaction). Returns the record's chunks row.
+Result<int64_t> WriteForgetRecord(Repository& repo, const ForgetRecord& record) {
+  catalog::Catalog& cat = repo.catalog();
   const std::string plain = EncodeForgetRecord(record);
   RecordCodec codec(repo.keys(), repo.config().zstd_level);
   std::vector<uint8_t> sealed;
   const Digest digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()),
                                         plain.size(), RecordKind::kForget, &sealed);
-  WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
   int64_t pack_id = 0;
   WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo.NewPack(&pack_id));
   WB_ASSIGN_OR_RETURN(const uint64_t offset, pack->Append(sealed.data(), sealed.size()));
@@ -61,14 +59,38 @@ Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
   row.offset = offset;
   row.stored_size = static_cast<uint32_t>(sealed.size() - kRecordHeaderSize);
   row.raw_size = static_cast<uint32_t>(plain.size());
-  WB_ASSIGN_OR_RETURN(outcome.record_id, cat.AddChunk(row));
-  for (const catalog::SnapshotInfo& s : snapshots)
-    WB_RETURN_IF_ERROR(cat.DeleteSnapshot(s.id));
-  // Ids are never given out again, even after the newest snapshot was forgotten.
+  return cat.AddChunk(row);
+}
+
+// Ids are never given out again, even after the newest snapshot was forgotten: the floor
+// becomes at least the largest forgotten id.
+Status RaiseSnapshotIdFloor(catalog::Catalog& cat, const ForgetRecord& record) {
+  int64_t max_id = 0;
+  for (const ForgottenSnapshot& s : record.snapshots)
+    max_id = std::max(max_id, s.id);
   WB_ASSIGN_OR_RETURN(const std::string floor, cat.GetSetting(catalog::kSnapshotIdFloor));
   const int64_t old_floor = std::strtoll(floor.c_str(), nullptr, 10);
-  WB_RETURN_IF_ERROR(
-      cat.PutSetting(catalog::kSnapshotIdFloor, std::to_string(std::max(old_floor, max_id))));
+  return cat.PutSetting(catalog::kSnapshotIdFloor, std::to_string(std::max(old_floor, max_id)));
+}
+
+}  // namespace
+
+Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
+                                      const std::vector<catalog::SnapshotInfo>& snapshots) {
+  ForgetOutcome outcome;
+  if (snapshots.empty()) return outcome;
+  catalog::Catalog& cat = repo.catalog();
+  WB_ASSIGN_OR_RETURN(const ForgetRecord record, NameForgotten(cat, repo.config().id, snapshots));
+  // Before the first record of a kind a format-2 wanbackup does not know.
+  if (repo.config().format < kRepositoryFormat) {
+    WB_RETURN_IF_ERROR(repo.UpgradeConfig());
+    outcome.upgraded_format = true;
+  }
+  WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
+  WB_ASSIGN_OR_RETURN(outcome.record_id, WriteForgetRecord(repo, record));
+  for (const catalog::SnapshotInfo& s : snapshots)
+    WB_RETURN_IF_ERROR(cat.DeleteSnapshot(s.id));
+  WB_RETURN_IF_ERROR(RaiseSnapshotIdFloor(cat, record));
   WB_FAILPOINT("forget.before-commit");
   WB_RETURN_IF_ERROR(txn->Commit());
   WB_FAILPOINT("forget.after-commit");

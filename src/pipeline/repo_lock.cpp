@@ -88,6 +88,67 @@ std::string Seconds(std::chrono::milliseconds ms) {
   return buf;
 }
 
+// Takes flock()s on the lock files of one repository, each tried every kRetry until the same
+// deadline: options.wait from when the acquisition started.
+class LockWaiter {
+ public:
+  LockWaiter(const std::string& repo, const LockOptions& options)
+      : repo_(repo), wait_(options.wait), deadline_(Clock::now() + options.wait) {}
+
+  // flock(fd, op); when it cannot be had in time, Busy naming `holder()` (who is in the way).
+  Status Take(int fd, int op, const std::function<std::string()>& holder) const {
+    for (;;) {
+      if (::flock(fd, op | LOCK_NB) == 0) return Status::Ok();
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        return Status::FromErrno(errno, "locking repository " + repo_);
+      }
+      if (CancellationRequested()) return Status::Cancelled("interrupted waiting for the lock");
+      if (Clock::now() >= deadline_) return GaveUp(holder());
+      std::this_thread::sleep_for(kRetry);
+    }
+  }
+
+ private:
+  Status GaveUp(std::string who) const {
+    if (who.empty()) who = "another wanbackup process";
+    std::string msg = "repository " + repo_;
+    msg += " is in use by ";
+    msg += who;
+    msg += "; gave up after ";
+    msg += Seconds(wait_);
+    msg += " (--lock-wait)";
+    return Status::Busy(msg);
+  }
+
+  std::string repo_;
+  std::chrono::milliseconds wait_;
+  Clock::time_point deadline_;
+};
+
+// The holder line the last writer left in REPO/lock ("" when there is none to read).
+std::string WriterHolder(const std::string& writer_path) {
+  const int fd = ::open(writer_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string();
+  std::string s = ReadLine(fd);
+  ::close(fd);
+  return s;
+}
+
+// This reader's line in REPO/readers/ (created, flocked, holding the holder line), so that a
+// writer kept waiting can name it. Returns its descriptor, or -1 where it cannot be kept.
+int AddReaderLine(const std::string& dir, const std::string& command, std::string* path) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
+  static int serial = 0;
+  *path = dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
+  const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    WriteLine(fd, HolderLine(command));
+    return fd;
+  }
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
 }  // namespace
 
 std::string HolderLine(const std::string& command) {
@@ -97,42 +158,15 @@ std::string HolderLine(const std::string& command) {
          "' since " + NowIso8601() + "\n";
 }
 
-Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo, LockKind kind,
+Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo_path, LockKind kind,
                                                     const LockOptions& options) {
   std::unique_ptr<RepoLock> lock(new RepoLock());
   lock->kind_ = kind;
-  const auto deadline = Clock::now() + options.wait;
-  // Tries flock(fd, op) until the deadline; `holder` says who is in the way.
-  auto take = [&](int fd, int op, const std::function<std::string()>& holder) -> Status {
-    for (;;) {
-      if (::flock(fd, op | LOCK_NB) == 0) return Status::Ok();
-      if (errno != EWOULDBLOCK && errno != EINTR) {
-        return Status::FromErrno(errno, "locking repository " + repo);
-      }
-      if (CancellationRequested()) return Status::Cancelled("interrupted waiting for the lock");
-      if (Clock::now() >= deadline) {
-        std::string who = holder();
-        if (who.empty()) who = "another wanbackup process";
-        std::string msg = "repository " + repo;
-        msg += " is in use by ";
-        msg += who;
-        msg += "; gave up after ";
-        msg += Seconds(options.wait);
-        msg += " (--lock-wait)";
-        return Status::Busy(msg);
-      }
-      std::this_thread::sleep_for(kRetry);
-    }
-  };
-  const std::string writer_path = repo + "/" + kWriterLock;
-  const std::string shared_path = repo + "/" + kSharedLock;
-  auto writer_holder = [&] {
-    const int fd = ::open(writer_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::string();
-    std::string s = ReadLine(fd);
-    ::close(fd);
-    return s;
-  };
+  const LockWaiter waiter(repo_path, options);
+  const std::string writer_path = repo_path + "/" + kWriterLock;
+  const std::string shared_path = repo_path + "/" + kSharedLock;
+  const std::string readers = repo_path + "/" + kReadersDir;
+  auto writer_holder = [&writer_path] { return WriterHolder(writer_path); };
   bool read_only = false;
   if (kind == LockKind::kShared) {
     lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
@@ -141,31 +175,18 @@ Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo, Loc
       return Status::FromErrno(errno, "opening " + shared_path);
     }
     // Only an exclusive writer holds it exclusively, and it holds REPO/lock too.
-    WB_RETURN_IF_ERROR(take(lock->shared_fd_, LOCK_SH, writer_holder));
-    const std::string dir = repo + "/" + kReadersDir;
-    if (!read_only && (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST)) {
-      static int serial = 0;
-      lock->reader_path_ =
-          dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
-      lock->reader_fd_ = ::open(lock->reader_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-      if (lock->reader_fd_ >= 0 && ::flock(lock->reader_fd_, LOCK_EX | LOCK_NB) == 0) {
-        WriteLine(lock->reader_fd_, HolderLine(options.command));
-      } else if (lock->reader_fd_ >= 0) {
-        ::close(lock->reader_fd_);
-        lock->reader_fd_ = -1;
-      }
-    }
+    WB_RETURN_IF_ERROR(waiter.Take(lock->shared_fd_, LOCK_SH, writer_holder));
+    if (!read_only) lock->reader_fd_ = AddReaderLine(readers, options.command, &lock->reader_path_);
     return lock;
   }
   lock->writer_fd_ = OpenLockFile(writer_path, &read_only);
   if (lock->writer_fd_ < 0) return Status::FromErrno(errno, "opening " + writer_path);
-  WB_RETURN_IF_ERROR(take(lock->writer_fd_, LOCK_EX, writer_holder));
+  WB_RETURN_IF_ERROR(waiter.Take(lock->writer_fd_, LOCK_EX, writer_holder));
   if (!read_only) WriteLine(lock->writer_fd_, HolderLine(options.command));
   if (kind == LockKind::kExclusive) {
     lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
     if (lock->shared_fd_ < 0) return Status::FromErrno(errno, "opening " + shared_path);
-    const std::string readers = repo + "/" + kReadersDir;
-    WB_RETURN_IF_ERROR(take(lock->shared_fd_, LOCK_EX, [&] {
+    WB_RETURN_IF_ERROR(waiter.Take(lock->shared_fd_, LOCK_EX, [&readers] {
       const std::string who = LiveReaders(readers);
       return who.empty() ? std::string("a reader") : who;
     }));

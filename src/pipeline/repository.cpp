@@ -212,6 +212,77 @@ uint64_t ParseSetting(const std::string& value) {
   return value.empty() ? 0 : std::strtoull(value.c_str(), nullptr, 10);
 }
 
+// What Init can refuse before it touches anything: the options, then the directory (a new or
+// empty one; `exists` says whether it is there).
+Status CheckInitTarget(const std::string& path, const InitOptions& o, bool* exists) {
+  const uint32_t cs = o.chunk_size;
+  if (cs < (64u << 10) || cs > (64u << 20) || (cs & (cs - 1)) != 0) {
+    return Status::InvalidArgument("--chunk-size must be a power of two from 64K to 64M");
+  }
+  if (o.zstd_level < 0 || o.zstd_level > 19) {
+    return Status::InvalidArgument("compression level must be 0 (none) to 19");
+  }
+  if (!DirIsEmptyOrMissing(path, exists)) {
+    struct stat st {};
+    if (::stat(Join(path, kConfigName).c_str(), &st) == 0) {
+      return Status::AlreadyExists(path + " already holds a repository");
+    }
+    return Status::AlreadyExists(path + " is not empty; give a new or empty directory");
+  }
+  return Status::Ok();
+}
+
+// The key that wraps the master key of a new repository: from the passphrase (with a new salt
+// in c->kdf), or from the key file (written first when it does not exist).
+Result<SecureKey> NewKek(const InitOptions& o, RepositoryConfig* c) {
+  if (o.mode == EncryptionMode::kPassphrase) {
+    WB_RETURN_IF_ERROR(CheckKdfParams(o.kdf));
+    c->kdf = o.kdf;
+    randombytes_buf(c->kdf.salt.data(), c->kdf.salt.size());
+    return KeyFromPassphrase(o.credentials.passphrase, c->kdf);
+  }
+  if (o.credentials.key_file.empty()) return Status::InvalidArgument("--key-file is required");
+  WB_RETURN_IF_ERROR(CreateKeyFileIfMissing(o.credentials.key_file));
+  WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(o.credentials.key_file));
+  return KeyFromKeyFile(contents);
+}
+
+// A new repository's config.json: a random id, a new master key wrapped for the credentials
+// (unless unencrypted), and the authentication code.
+Result<RepositoryConfig> NewConfig(const InitOptions& o) {
+  RepositoryConfig c;
+  uint8_t id[16];
+  randombytes_buf(id, sizeof id);
+  c.id = ToHex(id, sizeof id);
+  c.created = NowIso8601();
+  c.chunk_size = o.chunk_size;
+  c.zstd_level = o.zstd_level;
+  c.mode = o.mode;
+  if (o.mode == EncryptionMode::kNone) {
+    c.authentication = Authenticate(c, KeySet::Unencrypted(c.id));
+    return c;
+  }
+  WB_ASSIGN_OR_RETURN(const SecureKey kek, NewKek(o, &c));
+  const SecureKey master = RandomKey();
+  c.wrapped_key = WrapKey(master, kek, c.id);
+  c.authentication = Authenticate(c, KeySet(master));
+  return c;
+}
+
+// The directory, packs/, and the lock files (repo_lock.h), so that no command ever adds a file
+// to a repository it reads.
+Status MakeLayout(const std::string& path, bool exists) {
+  if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
+  WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
+  WB_RETURN_IF_ERROR(MakeDir(Join(path, "readers")));
+  for (const char* name : {"lock", "lock.shared"}) {
+    const int fd = ::open(Join(path, name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::FromErrno(errno, "creating " + Join(path, name));
+    ::close(fd);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<RepositoryConfig> ParseRepositoryConfig(const std::string& text, const std::string& path) {
@@ -232,59 +303,10 @@ const char* EncryptionModeName(EncryptionMode mode) {
 
 Status Repository::Init(const std::string& path, const InitOptions& o) {
   WB_RETURN_IF_ERROR(InitCrypto());
-  const uint32_t cs = o.chunk_size;
-  if (cs < (64u << 10) || cs > (64u << 20) || (cs & (cs - 1)) != 0) {
-    return Status::InvalidArgument("--chunk-size must be a power of two from 64K to 64M");
-  }
-  if (o.zstd_level < 0 || o.zstd_level > 19) {
-    return Status::InvalidArgument("compression level must be 0 (none) to 19");
-  }
   bool exists = false;
-  if (!DirIsEmptyOrMissing(path, &exists)) {
-    struct stat st {};
-    if (::stat(Join(path, kConfigName).c_str(), &st) == 0) {
-      return Status::AlreadyExists(path + " already holds a repository");
-    }
-    return Status::AlreadyExists(path + " is not empty; give a new or empty directory");
-  }
-
-  RepositoryConfig c;
-  uint8_t id[16];
-  randombytes_buf(id, sizeof id);
-  c.id = ToHex(id, sizeof id);
-  c.created = NowIso8601();
-  c.chunk_size = cs;
-  c.zstd_level = o.zstd_level;
-  c.mode = o.mode;
-  if (o.mode != EncryptionMode::kNone) {
-    SecureKey kek;
-    if (o.mode == EncryptionMode::kPassphrase) {
-      WB_RETURN_IF_ERROR(CheckKdfParams(o.kdf));
-      c.kdf = o.kdf;
-      randombytes_buf(c.kdf.salt.data(), c.kdf.salt.size());
-      WB_ASSIGN_OR_RETURN(kek, KeyFromPassphrase(o.credentials.passphrase, c.kdf));
-    } else {
-      if (o.credentials.key_file.empty()) return Status::InvalidArgument("--key-file is required");
-      WB_RETURN_IF_ERROR(CreateKeyFileIfMissing(o.credentials.key_file));
-      WB_ASSIGN_OR_RETURN(Secret contents, ReadKeyFile(o.credentials.key_file));
-      WB_ASSIGN_OR_RETURN(kek, KeyFromKeyFile(contents));
-    }
-    const SecureKey master = RandomKey();
-    c.wrapped_key = WrapKey(master, kek, c.id);
-    c.authentication = Authenticate(c, KeySet(master));
-  } else {
-    c.authentication = Authenticate(c, KeySet::Unencrypted(c.id));
-  }
-
-  if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
-  WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
-  // The lock files (repo_lock.h), so that no command ever adds a file to a repository it reads.
-  WB_RETURN_IF_ERROR(MakeDir(Join(path, "readers")));
-  for (const char* name : {"lock", "lock.shared"}) {
-    const int fd = ::open(Join(path, name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return Status::FromErrno(errno, "creating " + Join(path, name));
-    ::close(fd);
-  }
+  WB_RETURN_IF_ERROR(CheckInitTarget(path, o, &exists));
+  WB_ASSIGN_OR_RETURN(const RepositoryConfig c, NewConfig(o));
+  WB_RETURN_IF_ERROR(MakeLayout(path, exists));
   {
     Repository repo;
     repo.path_ = path;
@@ -294,8 +316,7 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
   }
   ::chmod(Join(path, kCatalogName).c_str(), 0600);
   // config.json last: its presence is what makes the directory a repository.
-  WB_RETURN_IF_ERROR(WriteFileAtomic(path, kConfigName, ConfigJson(c)));
-  return Status::Ok();
+  return WriteFileAtomic(path, kConfigName, ConfigJson(c));
 }
 
 Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {

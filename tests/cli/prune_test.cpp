@@ -17,6 +17,7 @@
 #include "support/repo_cli.h"
 
 using wanbackup::testing::Background;
+using wanbackup::testing::Json;
 using wanbackup::testing::RepoCli;
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
@@ -104,12 +105,6 @@ std::map<std::string, std::string> Files(const RepoCli& repo) {
   auto files = TreeContents(repo.path());
   files.erase(repo.path() + "/lock");
   return files;
-}
-
-nlohmann::json Json(const RunResult& r) {
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
 }
 
 RunOptions RepoEnv(const RepoCli& repo) {

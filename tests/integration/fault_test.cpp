@@ -15,12 +15,17 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/repo_cli.h"
 #include "support/temp_dir.h"
 #include "support/testbed.h"
 
+using wanbackup::testing::Json;
+using wanbackup::testing::Local;
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::SameFile;
+using wanbackup::testing::WithPass;
 
 namespace {
 
@@ -28,28 +33,6 @@ struct Scratch {
   wanbackup::testing::TempDir tmp{"faulttest"};
   std::string dir = tmp.path(), repo = tmp / "repo";
 };
-
-RunOptions WithPass() {
-  RunOptions o;
-  o.env["WANBACKUP_PASSWORD"] = "fault-pass";
-  o.timeout = std::chrono::seconds(120);
-  return o;
-}
-
-RunResult Local(std::vector<std::string> args, const RunOptions& options = WithPass()) {
-  args.insert(args.begin(), WB_WANBACKUP_BIN);
-  return Run(args, options);
-}
-
-nlohmann::json Json(const RunResult& r) {
-  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
-
-bool Same(const std::string& a, const std::string& b) {
-  return Run({"cmp", a, b}).exit_code == 0;
-}
 
 // `chunks` 4 MiB chunks of noise (incompressible, all distinct) and every third one zero.
 void MakeImage(const std::string& path, uint64_t seed, size_t chunks) {
@@ -119,7 +102,7 @@ TEST_CASE(
     CHECK(Local({"snapshots", "--repo", s.repo, "--json"}).out == listed);
     Json(Local({"verify", "--repo", s.repo, "--json"}));
     Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
-    CHECK(Same(s.dir + "/before-out.img", before));
+    CHECK(SameFile(s.dir + "/before-out.img", before));
 
     auto next = Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
     if (std::string(point) == "pack.fdatasync:1") {
@@ -128,7 +111,7 @@ TEST_CASE(
       CHECK(next["chunks_new"].get<int>() == 6);
     }
     Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"}));
-    CHECK(Same(s.dir + "/out.img", image));
+    CHECK(SameFile(s.dir + "/out.img", image));
     Json(Local({"verify", "--repo", s.repo, "--json"}));
   }
 }
@@ -153,10 +136,10 @@ TEST_CASE("fault: a failed catalog BEGIN or COMMIT ends the snapshot with a clea
 
     CHECK(Local({"snapshots", "--repo", s.repo, "--json"}).out == listed);
     Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
-    CHECK(Same(s.dir + "/before-out.img", before));
+    CHECK(SameFile(s.dir + "/before-out.img", before));
     Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
     Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"}));
-    CHECK(Same(s.dir + "/out.img", image));
+    CHECK(SameFile(s.dir + "/out.img", image));
     Json(Local({"verify", "--repo", s.repo, "--json"}));
   }
 }
@@ -182,12 +165,12 @@ TEST_CASE(
   CHECK(Local({"snapshots", "--repo", repo, "--json"}).out == listed);
   Json(Local({"verify", "--repo", repo, "--json"}));
   Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", repo, "--json"}));
-  CHECK(Same(s.dir + "/before-out.img", before));
+  CHECK(SameFile(s.dir + "/before-out.img", before));
 
   REQUIRE(disk.Remount("size=96M"));
   Json(Local({"snapshot", image, "--repo", repo, "--json"}));
   Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", repo, "--json"}));
-  CHECK(Same(s.dir + "/out.img", image));
+  CHECK(SameFile(s.dir + "/out.img", image));
   Json(Local({"verify", "--repo", repo, "--json"}));
 }
 
@@ -235,17 +218,17 @@ TEST_CASE(
   RunResult refused = Local({"restore", "1", "--to", out, "--repo", s.repo});
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("--force") != std::string::npos);
-  CHECK(Same(out, s.dir + "/old.copy"));
+  CHECK(SameFile(out, s.dir + "/old.copy"));
 
   RunOptions fail = WithPass();
   fail.env["WANBACKUP_FAIL"] = "restore.before-rename";
   CheckCleanFailure(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force"}, fail));
-  CHECK(Same(out, s.dir + "/old.copy"));
+  CHECK(SameFile(out, s.dir + "/old.copy"));
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(s.dir))
     ++entries;
   CHECK(entries == 4);  // repo, image, out, old.copy: no temporary file left behind
 
   Json(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force", "--verify", "--json"}));
-  CHECK(Same(out, image));
+  CHECK(SameFile(out, image));
 }

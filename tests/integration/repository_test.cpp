@@ -14,48 +14,28 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/repo_cli.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 #include "support/testbed.h"
 
 using namespace std::chrono_literals;
+using wanbackup::testing::Json;
 using wanbackup::testing::LinkScope;
+using wanbackup::testing::Local;
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::SameFile;
 using wanbackup::testing::Testbed;
+using wanbackup::testing::WithPass;
 
 namespace {
-
-constexpr const char kPassphrase[] = "integration-pass";
 
 struct Scratch {
   wanbackup::testing::TempDir tmp{"repotest"};
   std::string dir = tmp.path(), repo = tmp / "repo";
 };
-
-RunOptions WithPass(const std::string& pass = kPassphrase) {
-  RunOptions o;
-  o.env["WANBACKUP_PASSWORD"] = pass;
-  o.timeout = std::chrono::seconds(120);
-  return o;
-}
-
-// Runs wanbackup here (not in the WAN namespaces), for local sources.
-RunResult Local(std::vector<std::string> args, const RunOptions& options = WithPass()) {
-  args.insert(args.begin(), WB_WANBACKUP_BIN);
-  return Run(args, options);
-}
-
-nlohmann::json Json(const RunResult& r) {
-  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
-
-bool Same(const std::string& a, const std::string& b) {
-  return Run({"cmp", a, b}).exit_code == 0;
-}
 
 // An image with text (compressible), zeros, noise (incompressible) and an odd tail.
 void MakeImage(const std::string& path, uint64_t seed, size_t chunks = 12) {
@@ -134,7 +114,7 @@ TEST_CASE(
     const std::string out = s.dir + "/lun" + std::to_string(lun) + ".img";
     Json(Local({"restore", std::to_string(first["snapshot"].get<int>()), "--to", out, "--repo",
                 s.repo, "--json"}));
-    CHECK(Same(out, bed.Var(prefix + "FILE")));
+    CHECK(SameFile(out, bed.Var(prefix + "FILE")));
   }
   auto again = Json(
       bed.Wanbackup({"snapshot", "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/1",
@@ -156,7 +136,7 @@ TEST_CASE("repository: zero, compressible and incompressible data restore bit-ex
   auto restored =
       Json(Local({"restore", "latest", "--to", out, "--repo", s.repo, "--verify", "--json"}));
   CHECK(restored["verified"] == true);
-  CHECK(Same(out, image));
+  CHECK(SameFile(out, image));
   struct stat st {};
   REQUIRE(::stat(out.c_str(), &st) == 0);
   CHECK(st.st_blocks * 512 < st.st_size);  // zero chunks became holes
@@ -193,7 +173,7 @@ TEST_CASE(
 
     // The earlier snapshot is intact.
     Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
-    CHECK(Same(s.dir + "/before-out.img", before));
+    CHECK(SameFile(s.dir + "/before-out.img", before));
     // The next run completes, finds what the killed run made durable, and restores bit-exact.
     auto next = Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
     const std::string p(point);
@@ -204,7 +184,7 @@ TEST_CASE(
     if (p == "snapshot.after-finish") CHECK(next["chunks_new"].get<int>() == 0);
     Json(
         Local({"restore", "latest", "--to", s.dir + "/image-out.img", "--repo", s.repo, "--json"}));
-    CHECK(Same(s.dir + "/image-out.img", image));
+    CHECK(SameFile(s.dir + "/image-out.img", image));
     Json(Local({"verify", "--repo", s.repo, "--json"}));
   }
 }
@@ -265,7 +245,7 @@ TEST_CASE("repository: a changed passphrase or key file takes over from the old 
   CHECK(Local({"snapshots", "--repo", s.repo}).exit_code == 5);
   Json(Local({"restore", "1", "--to", s.dir + "/a.img", "--repo", s.repo, "--json"},
              WithPass("second-pass")));
-  CHECK(Same(s.dir + "/a.img", image));
+  CHECK(SameFile(s.dir + "/a.img", image));
   const std::string key = s.dir + "/repo.key";
   REQUIRE(Local({"key", "change", "--repo", s.repo, "--new-key-file", key}, WithPass("second-pass"))
               .exit_code == 0);
@@ -275,7 +255,7 @@ TEST_CASE("repository: a changed passphrase or key file takes over from the old 
   Json(Local(
       {"restore", "1", "--to", s.dir + "/b.img", "--repo", s.repo, "--key-file", key, "--json"},
       RunOptions{}));
-  CHECK(Same(s.dir + "/b.img", image));
+  CHECK(SameFile(s.dir + "/b.img", image));
 }
 
 TEST_CASE("repository: key-file and unencrypted repositories work end to end",
@@ -292,14 +272,14 @@ TEST_CASE("repository: key-file and unencrypted repositories work end to end",
   Json(Local({"restore", "latest", "--to", s.dir + "/k.img", "--repo", s.repo, "--key-file", key,
               "--json"},
              RunOptions{}));
-  CHECK(Same(s.dir + "/k.img", image));
+  CHECK(SameFile(s.dir + "/k.img", image));
 
   const std::string plain = s.dir + "/plain";
   REQUIRE(Local({"init", plain, "--insecure-no-encryption"}, RunOptions{}).exit_code == 0);
   Json(Local({"snapshot", image, "--repo", plain, "--json"}, RunOptions{}));
   Json(Local({"restore", "latest", "--to", s.dir + "/p.img", "--repo", plain, "--json"},
              RunOptions{}));
-  CHECK(Same(s.dir + "/p.img", image));
+  CHECK(SameFile(s.dir + "/p.img", image));
   DamagePack(plain);
   CHECK(Local({"verify", "--repo", plain}, RunOptions{}).exit_code == 3);  // digests still catch it
 }
@@ -380,7 +360,7 @@ TEST_CASE(
   RunOptions by_env_pass = WithPass("from-a-file");
   by_env_pass.env["WANBACKUP_REPO"] = s.repo;
   Json(Local({"restore", "latest", "--to", s.dir + "/e.img", "--json"}, by_env_pass));
-  CHECK(Same(s.dir + "/e.img", image));
+  CHECK(SameFile(s.dir + "/e.img", image));
 
   // A key file named only by $WANBACKUP_KEY_FILE makes init create a key-file repository.
   const std::string keyed = s.dir + "/keyed";

@@ -7,9 +7,26 @@
 
 namespace wanbackup::testing {
 
+RunOptions WithPass(const std::string& passphrase) {
+  RunOptions o;
+  o.env["WANBACKUP_PASSWORD"] = passphrase;
+  o.timeout = std::chrono::seconds(120);
+  return o;
+}
+
+RunResult Local(std::vector<std::string> args, const RunOptions& options) {
+  args.insert(args.begin(), WB_WANBACKUP_BIN);
+  return Run(args, options);
+}
+
+nlohmann::json Json(const RunResult& r) {
+  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
 RunResult RepoCli::Wb(std::vector<std::string> args, const std::string& passphrase,
                       const std::map<std::string, std::string>& env) const {
-  args.insert(args.begin(), WB_WANBACKUP_BIN);
   RunOptions o;
   o.env = env;
   o.env["WANBACKUP_REPO"] = path_;
@@ -19,7 +36,7 @@ RunResult RepoCli::Wb(std::vector<std::string> args, const std::string& passphra
     o.env["WANBACKUP_PASSWORD"] = passphrase;
   }
   o.timeout = std::chrono::seconds(120);
-  return Run(args, o);
+  return Local(std::move(args), o);
 }
 
 RunResult RepoCli::Ok(std::vector<std::string> args, const std::string& passphrase,

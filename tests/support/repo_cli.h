@@ -1,10 +1,12 @@
 // Running the real wanbackup binary against a repository in a test's temporary directory, and
-// the images those tests snapshot. Not thread-safe; one per test.
+// the images those tests snapshot. RepoCli is not thread-safe; one per test.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -12,6 +14,15 @@
 namespace wanbackup::testing {
 
 inline constexpr uint64_t kTestChunk = 4u << 20;
+inline constexpr char kTestPassphrase[] = "test-pass";
+
+// Options that unlock a repository with `passphrase` ($WANBACKUP_PASSWORD); 120 s timeout.
+RunOptions WithPass(const std::string& passphrase = kTestPassphrase);
+// Runs the wanbackup binary with `args` in this process's network namespace, for local sources
+// and repositories (Testbed::Wanbackup runs it in site A, across the WAN).
+RunResult Local(std::vector<std::string> args, const RunOptions& options = WithPass());
+// What a command printed with --json; REQUIREs exit 0 (printing exit code and output when not).
+nlohmann::json Json(const RunResult& r);
 
 class RepoCli {
  public:

@@ -89,6 +89,62 @@ void CommandCallback(iscsi_context* /*iscsi*/, int status, void* /*command_data*
   wait->done = true;
 }
 
+bool AllDone(const std::vector<CommandWait>& waits) {
+  return std::all_of(waits.begin(), waits.end(), [](const CommandWait& w) { return w.done; });
+}
+
+// One round of ExecuteAll: the commands issues[todo[k]] in flight, each with its wait and task
+// (null when it could not be queued).
+struct CommandRound {
+  explicit CommandRound(std::vector<size_t> indices)
+      : todo(std::move(indices)), waits(todo.size()), tasks(todo.size()) {}
+  std::vector<size_t> todo;
+  std::vector<CommandWait> waits;
+  std::vector<ScsiTaskPtr> tasks;
+};
+
+// Queues every command of the round; one that cannot be queued fails at once.
+void IssueRound(iscsi_context* iscsi, const std::vector<Connection::IssueFn>& issues,
+                std::string_view what, CommandRound* round,
+                std::vector<Result<ScsiTaskPtr>>* results) {
+  for (size_t k = 0; k < round->todo.size(); ++k) {
+    round->tasks[k].reset(issues[round->todo[k]](iscsi, CommandCallback, &round->waits[k]));
+    if (!round->tasks[k]) {
+      round->waits[k].done = true;
+      (*results)[round->todo[k]] =
+          Status::Internal(std::string(what) + ": cannot queue command: " + iscsi_get_error(iscsi));
+    }
+  }
+}
+
+// A UNIT ATTENTION reports an event (new nexus, reset, capacity change) instead of running
+// the command; it is delivered once, so such commands are simply sent again.
+constexpr int kMaxUnitAttentions = 10;
+
+// Stores the result of each finished command of the round; returns the commands to send again
+// (those that met a unit attention, for the first kMaxUnitAttentions rounds).
+std::vector<size_t> CollectRound(iscsi_context* iscsi, int round_number, std::string_view what,
+                                 CommandRound* round, std::vector<Result<ScsiTaskPtr>>* results) {
+  std::vector<size_t> again;
+  for (size_t k = 0; k < round->todo.size(); ++k) {
+    ScsiTaskPtr& task = round->tasks[k];
+    if (!task) continue;
+    const int status = round->waits[k].status;
+    if (status == SCSI_STATUS_CHECK_CONDITION && task->sense.key == SCSI_SENSE_UNIT_ATTENTION &&
+        round_number < kMaxUnitAttentions) {
+      again.push_back(round->todo[k]);
+      continue;
+    }
+    Status s = TaskStatus(status, task.get(), iscsi, what);
+    if (s.ok()) {
+      (*results)[round->todo[k]] = std::move(task);
+    } else {
+      (*results)[round->todo[k]] = s;
+    }
+  }
+  return again;
+}
+
 // Connect, then login: the same callback serves both steps.
 struct LoginWait {
   bool connected = false;
@@ -341,59 +397,26 @@ std::vector<Result<ScsiTaskPtr>> Connection::ExecuteAll(const std::vector<IssueF
       r = Status::Unavailable("connection to " + where() + " is closed");
     return results;
   }
-  // A UNIT ATTENTION reports an event (new nexus, reset, capacity change) instead of running
-  // the command; it is delivered once, so such commands are simply sent again.
-  constexpr int kMaxUnitAttentions = 10;
   std::vector<size_t> todo(issues.size());
   for (size_t i = 0; i < todo.size(); ++i)
     todo[i] = i;
-  for (int round = 0; !todo.empty(); ++round) {
-    std::vector<CommandWait> waits(todo.size());
-    std::vector<ScsiTaskPtr> tasks(todo.size());
-    for (size_t k = 0; k < todo.size(); ++k) {
-      tasks[k].reset(issues[todo[k]](iscsi_, CommandCallback, &waits[k]));
-      if (!tasks[k]) {
-        waits[k].done = true;
-        results[todo[k]] = Status::Internal(std::string(what) +
-                                            ": cannot queue command: " + iscsi_get_error(iscsi_));
-      }
-    }
+  for (int round_number = 0; !todo.empty(); ++round_number) {
+    CommandRound round(std::move(todo));
+    IssueRound(iscsi_, issues, what, &round, &results);
     const auto deadline = Clock::now() + options_.command_timeout;
-    Status status = RunUntil(
-        [&waits] {
-          for (const CommandWait& w : waits) {
-            if (!w.done) return false;
-          }
-          return true;
-        },
-        deadline, what);
+    Status status = RunUntil([&round] { return AllDone(round.waits); }, deadline, what);
     if (!status.ok()) {
       Abort();  // the commands may still complete later; nobody must be waiting for them then
       if (status.code() == StatusCode::kTimeout) {
         status = Status::Timeout(std::string(what) + ": no answer from " + where() + " within " +
                                  std::to_string(options_.command_timeout.count()) + " ms");
       }
-      for (size_t k = 0; k < todo.size(); ++k) {
-        if (tasks[k]) results[todo[k]] = status;
+      for (size_t k = 0; k < round.todo.size(); ++k) {
+        if (round.tasks[k]) results[round.todo[k]] = status;
       }
       return results;
     }
-    std::vector<size_t> again;
-    for (size_t k = 0; k < todo.size(); ++k) {
-      if (!tasks[k]) continue;
-      if (waits[k].status == SCSI_STATUS_CHECK_CONDITION &&
-          tasks[k]->sense.key == SCSI_SENSE_UNIT_ATTENTION && round < kMaxUnitAttentions) {
-        again.push_back(todo[k]);
-        continue;
-      }
-      Status s = TaskStatus(waits[k].status, tasks[k].get(), iscsi_, what);
-      if (s.ok()) {
-        results[todo[k]] = std::move(tasks[k]);
-      } else {
-        results[todo[k]] = s;
-      }
-    }
-    todo = std::move(again);
+    todo = CollectRound(iscsi_, round_number, what, &round, &results);
   }
   return results;
 }
