@@ -11,6 +11,7 @@
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
+#include "cli/source_open.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/restorer.h"
@@ -54,15 +55,19 @@ nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const OpenedSink& 
   return j;
 }
 
+// Reads the destination back (a LUN over the WAN, with the same flags) and checks every chunk.
+Status Verify(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
+              const RestoreCommandOptions& opts) {
+  if (!initiator::LooksLikeIscsiUrl(opts.to)) return pipeline::CheckRestored(repo, snap, opts.to);
+  WB_ASSIGN_OR_RETURN(OpenedSource lun, OpenSource(opts.to, opts.target, opts.tuning));
+  return pipeline::CheckRestored(repo, snap, *lun.source);
+}
+
 Status RunRestore(const RestoreCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
   WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo snap, ResolveSnapshot(*repo, opts.snapshot));
   if (opts.verify && opts.to == "-") {
     return Status::InvalidArgument("--verify needs a file or device to read back, not stdout");
-  }
-  if (opts.verify && initiator::LooksLikeIscsiUrl(opts.to)) {
-    return Status::InvalidArgument(
-        "--verify reads back files and devices only; read a LUN back with 'wanbackup copy'");
   }
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
@@ -85,7 +90,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   if (!result.ok()) return result.status().WithContext("restore stopped");
   bool verified = false;
   if (opts.verify) {
-    WB_RETURN_IF_ERROR(pipeline::CheckRestored(*repo, snap, opts.to));
+    WB_RETURN_IF_ERROR(Verify(*repo, snap, opts));
     verified = true;
   }
   const double secs = std::chrono::duration<double>(result->elapsed).count();
@@ -113,7 +118,8 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
                   "enough), - for stdout, or iscsi://host[:port]/target-iqn/lun")
       ->required();
   cmd->add_flag("--force", opts->force, "overwrite an existing file");
-  cmd->add_flag("--verify", opts->verify, "read the result back and check every chunk");
+  cmd->add_flag("--verify", opts->verify,
+                "read the result back (a LUN through the WAN) and check every chunk");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
   AddTuningFlags(cmd, &opts->tuning);

@@ -69,7 +69,7 @@ bool SameBytes(const std::string& a, const std::string& b, uint64_t length) {
 
 }  // namespace
 
-TEST_CASE("restore: a snapshot written to a LUN through the WAN reads back bit-exact",
+TEST_CASE("restore: a snapshot written to a LUN through the WAN verifies and reads back bit-exact",
           "[restore][write][integration]") {
   LinkScope link;
   const Testbed& bed = Testbed::Get();
@@ -80,11 +80,12 @@ TEST_CASE("restore: a snapshot written to a LUN through the WAN reads back bit-e
   auto snap = Json(Run({WB_WANBACKUP_BIN, "snapshot", image, "--repo", repo, "--json"}, Pass()));
   bed.Wan("set delay=10ms");
   auto restored = Json(bed.Wanbackup({"restore", std::to_string(snap["snapshot"].get<int>()),
-                                      "--to", ScratchUrl(1), "--repo", repo, "--json"},
+                                      "--to", ScratchUrl(1), "--repo", repo, "--verify", "--json"},
                                      Pass()));
   WARN("restore to a LUN at 10 ms one-way: " << restored.dump());
   CHECK(restored["bytes"].get<uint64_t>() == kImageBytes);
   CHECK(restored["bytes_written"].get<uint64_t>() == kImageBytes);
+  CHECK(restored["verified"].get<bool>());  // read back through the WAN, every chunk checked
   // The all-zero chunks cost no data on the wire (WRITE SAME), unless tgt refused it.
   if (!restored["write_same_refused"].get<bool>()) {
     CHECK(restored["bytes_zeroed"].get<uint64_t>() == 8u << 20);
