@@ -1,8 +1,11 @@
 // Writing LUNs through the emulated WAN: restore a snapshot to a LUN of the reference target and
-// read it back bit-exact; copy a file to a LUN; a LUN too small is refused and left untouched.
+// read it back bit-exact; copy a file to a LUN, also through a blackhole; a LUN too small is
+// refused and left untouched.
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -10,6 +13,7 @@
 #include "support/temp_dir.h"
 #include "support/testbed.h"
 
+using namespace std::chrono_literals;
 using wanbackup::testing::LinkScope;
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
@@ -122,4 +126,30 @@ TEST_CASE("restore: a LUN smaller than the snapshot is refused in one line, noth
   const uint64_t size = std::stoull(bed.Var("SCRATCH_LUN2_SIZE"));
   ReadBack(ScratchUrl(2), size, back);
   CHECK(SameBytes(back, "/dev/zero", size));  // still as created
+}
+
+TEST_CASE(
+    "copy: a blackhole longer than the command timeout mid-WRITE is ridden out by "
+    "reconnecting, and the LUN is bit-exact",
+    "[copy][write][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  const std::string image = tmp / "image", back = tmp / "back";
+  WriteImage(image, 4);
+  bed.Wan("set delay=10ms rate=40mbit");  // the 16 MiB of data take about 3.5 s
+  RunResult r;
+  // Catch is not thread-safe: everything that may assert is done before the thread starts.
+  const std::vector<std::string> args = {"copy",          image, ScratchUrl(1),     "--json",
+                                         "--timeout",     "2s",  "--login-timeout", "2s",
+                                         "--connections", "3"};
+  std::thread copy([&] { r = bed.Wanbackup(args); });
+  std::this_thread::sleep_for(1500ms);
+  bed.Wan("blackhole 5s");
+  copy.join();
+  auto summary = Json(r);
+  CHECK(summary["seconds"].get<double>() >= 5.0);  // the blackhole hit the copy
+  bed.Wan("set delay=0ms rate=unlimited");
+  ReadBack(ScratchUrl(1), kImageBytes, back);
+  CHECK(SameBytes(back, image, kImageBytes));
 }
