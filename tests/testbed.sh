@@ -44,10 +44,15 @@ rt() { "$root/scripts/reftarget" "$@" --dir "$dir/target"; }
 rtc() { "$root/scripts/reftarget" "$@" --dir "$dir/target-chap"; }
 plain=iqn.2026-11.org.wanbackup:plain chap=iqn.2026-11.org.wanbackup:chap
 mutual=iqn.2026-11.org.wanbackup:mutual ro=iqn.2026-11.org.wanbackup:readonly
+scratch=iqn.2026-11.org.wanbackup:scratch
 rt start --netns "$NETNS_B" --iqn "$plain" --backing "$lun1" --block-size 512
 rt add-lun --iqn "$plain" --backing "$lun2" --block-size 4096 >/dev/null
 rt add-target --iqn "$ro"
 rt add-lun --iqn "$ro" --size 8M --readonly >/dev/null
+# LUNs the write tests may overwrite (zeros at first): one large enough for their images, one not.
+rt add-target --iqn "$scratch"
+rt add-lun --iqn "$scratch" --size 48M >/dev/null
+rt add-lun --iqn "$scratch" --size 8M --block-size 4096 >/dev/null
 rtc start --netns "$NETNS_B" --portal 0.0.0.0:3261 --iqn "$chap" --chap-user alice \
     --chap-secret-file "$dir/secrets/chap.secret" --size 16M
 rtc add-target --iqn "$mutual" --chap-user bob --chap-secret-file "$dir/secrets/chap.secret" \
@@ -61,6 +66,9 @@ PLAIN_IQN=$plain
 CHAP_IQN=$chap
 MUTUAL_IQN=$mutual
 READONLY_IQN=$ro
+SCRATCH_IQN=$scratch
+SCRATCH_LUN1_SIZE=$((48 * 1024 * 1024))
+SCRATCH_LUN2_SIZE=$((8 * 1024 * 1024))
 LUN1_FILE=$lun1
 LUN1_SIZE=$(stat -c %s "$lun1")
 LUN1_BLOCK=512

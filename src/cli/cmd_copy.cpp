@@ -1,4 +1,5 @@
-// wanbackup copy SRC DST: the initiator end to end, without a repository.
+// wanbackup copy SRC DST: the initiator end to end, without a repository (LUN or file to file,
+// device, stdout or LUN).
 #include <cstdio>
 #include <memory>
 
@@ -8,11 +9,11 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/progress.h"
+#include "cli/sink_open.h"
 #include "cli/source_open.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
 #include "pipeline/copier.h"
-#include "pipeline/file_sink.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -127,13 +128,12 @@ Status RunCopy(const CopyCommandOptions& opts) {
   }
   const uint64_t total =
       copy.length == 0 ? size - copy.offset : std::min(copy.length, size - copy.offset);
-  pipeline::FileSinkOptions sink_options;
-  sink_options.overwrite = opts.force;
-  sink_options.expected_size = total;
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::FileSink> sink,
-                      pipeline::FileSink::Open(opts.destination, sink_options));
+  WB_ASSIGN_OR_RETURN(OpenedSink out,
+                      OpenSink(opts.destination, total, opts.force, opts.target, opts.tuning));
+  BlockSink* sink = out.sink.get();
   if (opened.remote)
     PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
+  if (out.lun != nullptr) PrintInfo("writing " + sink->name() + ": " + out.tuning_explanation);
 
   WB_ASSIGN_OR_RETURN(
       ProgressChoice shown,
@@ -154,11 +154,13 @@ Status RunCopy(const CopyCommandOptions& opts) {
 
 void RegisterCopy(CLI::App& app, Runner* runner) {
   auto opts = std::make_shared<CopyCommandOptions>();
-  CLI::App* cmd = app.add_subcommand("copy", "Copy a LUN or device to a file, device or stdout");
+  CLI::App* cmd =
+      app.add_subcommand("copy", "Copy a LUN or device to a file, device, stdout or LUN");
   cmd->add_option("source", opts->source, "iscsi://host[:port]/target-iqn/lun, or a file/device")
       ->required();
   cmd->add_option("destination", opts->destination,
-                  "a file (created; sparse), a block device, /dev/null, or - for stdout")
+                  "a file (created; sparse), a block device, /dev/null, - for stdout, or "
+                  "iscsi://host[:port]/target-iqn/lun")
       ->required();
   cmd->add_flag("--force", opts->force, "overwrite an existing destination file");
   cmd->add_option("--offset", opts->offset, "start this many bytes into the source")
@@ -184,8 +186,11 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
       "  On a terminal a progress line shows bytes, rate, ETA, data in flight, connections and\n"
       "  RTT; otherwise one summary line is printed at the end (nothing with --quiet). A new\n"
       "  file is written sparse and flushed (fsync) before the command succeeds.\n"
+      "  To an iSCSI LUN: the LUN must hold the data in whole blocks, or nothing is written;\n"
+      "  every WRITE counts once the target acknowledged it, and SYNCHRONIZE CACHE ends the copy.\n"
       "\nEXAMPLES:\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 db.img\n"
+      "  wanbackup copy db.img iscsi://dr-san/iqn.2001-05.com.example:db/1\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 /dev/null --json\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 - | zstd > db.img.zst\n"
       "  wanbackup copy --paper-baseline --length 64M iscsi://far/iqn.x:db/1 /dev/null");

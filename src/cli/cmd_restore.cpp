@@ -1,4 +1,5 @@
-// wanbackup restore SNAPSHOT --to PATH: write a snapshot to a file, block device or stdout.
+// wanbackup restore SNAPSHOT --to PATH|URL: write a snapshot to a file, block device, stdout or
+// an iSCSI LUN.
 #include <cstdio>
 #include <memory>
 
@@ -9,8 +10,10 @@
 #include "cli/console.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
+#include "cli/sink_open.h"
+#include "cli/source_open.h"
 #include "common/units.h"
-#include "pipeline/file_sink.h"
+#include "initiator/iscsi_url.h"
 #include "pipeline/restorer.h"
 #include "pipeline/snapshot_check.h"
 
@@ -24,7 +27,41 @@ struct RestoreCommandOptions {
   bool verify = false;
   bool json = false;
   RepoFlags repo;
+  TargetFlags target;
+  TuningFlags tuning;
 };
+
+// The summary's JSON; a LUN adds what went over the wire.
+nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const OpenedSink& opened,
+                           const pipeline::RestoreResult& result, bool verified) {
+  const double secs = std::chrono::duration<double>(result.elapsed).count();
+  nlohmann::json j = {{"snapshot", snap.id},
+                      {"destination", opened.sink->name()},
+                      {"bytes", result.bytes},
+                      {"zero_bytes", result.zero_bytes},
+                      {"seconds", secs},
+                      {"bytes_per_second", secs > 0 ? static_cast<double>(result.bytes) / secs : 0},
+                      {"verified", verified}};
+  if (opened.lun != nullptr) {
+    const initiator::IscsiSinkStats s = opened.lun->Stats();
+    j["bytes_written"] = s.bytes_written;
+    j["bytes_zeroed"] = s.bytes_zeroed;  // WRITE SAME: no data on the wire
+    j["bytes_sent"] = s.bytes_written - s.bytes_zeroed;
+    j["connections"] = s.peak_connections;
+    j["retries"] = s.retries;
+    j["reconnects"] = s.reconnects;
+    j["write_same_refused"] = s.write_same_refused;
+  }
+  return j;
+}
+
+// Reads the destination back (a LUN over the WAN, with the same flags) and checks every chunk.
+Status Verify(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
+              const RestoreCommandOptions& opts) {
+  if (!initiator::LooksLikeIscsiUrl(opts.to)) return pipeline::CheckRestored(repo, snap, opts.to);
+  WB_ASSIGN_OR_RETURN(OpenedSource lun, OpenSource(opts.to, opts.target, opts.tuning));
+  return pipeline::CheckRestored(repo, snap, *lun.source);
+}
 
 Status RunRestore(const RestoreCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
@@ -34,10 +71,11 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   }
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
-  pipeline::FileSinkOptions sink_options;
-  sink_options.overwrite = opts.force;
-  sink_options.expected_size = snap.size_bytes;
-  WB_ASSIGN_OR_RETURN(auto sink, pipeline::FileSink::Open(opts.to, sink_options));
+  WB_ASSIGN_OR_RETURN(OpenedSink opened,
+                      OpenSink(opts.to, snap.size_bytes, opts.force, opts.target, opts.tuning));
+  BlockSink* sink = opened.sink.get();
+  if (opened.lun != nullptr)
+    PrintInfo("writing " + sink->name() + ": " + opened.tuning_explanation);
 
   ProgressLine progress(!opts.json && opts.to != "-");
   pipeline::RestoreOptions options;
@@ -52,19 +90,12 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   if (!result.ok()) return result.status().WithContext("restore stopped");
   bool verified = false;
   if (opts.verify) {
-    WB_RETURN_IF_ERROR(pipeline::CheckRestored(*repo, snap, opts.to));
+    WB_RETURN_IF_ERROR(Verify(*repo, snap, opts));
     verified = true;
   }
   const double secs = std::chrono::duration<double>(result->elapsed).count();
   if (opts.json) {
-    nlohmann::json j = {
-        {"snapshot", snap.id},
-        {"destination", sink->name()},
-        {"bytes", result->bytes},
-        {"zero_bytes", result->zero_bytes},
-        {"seconds", secs},
-        {"bytes_per_second", secs > 0 ? static_cast<double>(result->bytes) / secs : 0},
-        {"verified", verified}};
+    const nlohmann::json j = SummaryJson(snap, opened, *result, verified);
     std::fprintf(opts.to == "-" ? stderr : stdout, "%s\n", j.dump().c_str());
   } else {
     PrintInfo("restored snapshot " + std::to_string(snap.id) + " (" + FormatBytes(result->bytes) +
@@ -80,23 +111,35 @@ Status RunRestore(const RestoreCommandOptions& opts) {
 void RegisterRestore(CLI::App& app, Runner* runner) {
   auto opts = std::make_shared<RestoreCommandOptions>();
   CLI::App* cmd =
-      app.add_subcommand("restore", "Write a snapshot to a file, block device or stdout");
+      app.add_subcommand("restore", "Write a snapshot to a file, block device, stdout or LUN");
   cmd->add_option("snapshot", opts->snapshot, "snapshot number, or 'latest'")->required();
   cmd->add_option("--to", opts->to,
                   "a new file (sparse), a block device (not mounted, large "
-                  "enough), or - for stdout")
+                  "enough), - for stdout, or iscsi://host[:port]/target-iqn/lun")
       ->required();
   cmd->add_flag("--force", opts->force, "overwrite an existing file");
-  cmd->add_flag("--verify", opts->verify, "read the result back and check every chunk");
+  cmd->add_flag("--verify", opts->verify,
+                "read the result back (a LUN through the WAN) and check every chunk");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
+  AddTuningFlags(cmd, &opts->tuning);
+  AddTargetFlags(cmd, &opts->target);
   cmd->footer(
       "\nEvery chunk is authenticated and checked against its digest before it is written; a\n"
       "damaged chunk stops the restore and names its range. The destination is flushed (fsync)\n"
       "before success. All-zero chunks become holes in a new file and zeros on a device.\n"
+      "\nTO AN iSCSI LUN:\n"
+      "  The LUN must hold the snapshot in whole blocks, or nothing is written. Many WRITEs are\n"
+      "  in flight over several connections, sized from what the login negotiated (with\n"
+      "  InitialR2T=Yes each burst waits for an R2T round trip); a WRITE counts only when the\n"
+      "  target acknowledged it, and SYNCHRONIZE CACHE ends the restore. All-zero chunks go as\n"
+      "  WRITE SAME (no data on the wire; UNMAP on a thin LUN that reads unmapped blocks as\n"
+      "  zeros), or as WRITEs when the target refuses it.\n"
       "\nEXAMPLES:\n"
       "  wanbackup restore latest --to /srv/images/db.img --repo /backup/db --verify\n"
-      "  wanbackup restore 12 --to /dev/vg0/db-restored --repo /backup/db");
+      "  wanbackup restore 12 --to /dev/vg0/db-restored --repo /backup/db\n"
+      "  wanbackup restore latest --to iscsi://dr-san/iqn.2001-05.com.example:db/1 --repo "
+      "/backup/db");
   cmd->callback([opts, runner] { *runner = [opts] { return RunRestore(*opts); }; });
 }
 

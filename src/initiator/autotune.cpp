@@ -62,21 +62,88 @@ void FitMemory(const TuningRequest& r, uint64_t block, uint64_t cap, int* c, int
     --*c;
 }
 
-std::string Explain(const TuningPlan& plan, double rtt_s, const std::string& notes) {
+std::string Explain(const TuningPlan& plan, double rtt_s, const std::string& notes,
+                    const char* commands = "READs") {
   const int c = plan.connections, n = plan.queue_depth;
   const uint64_t b = plan.io_size;
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "RTT %.1f ms: %d connection%s x %d READs x %llu KiB in flight (%llu MiB)%s",
-                rtt_s * 1e3, c, c == 1 ? "" : "s", n, static_cast<unsigned long long>(b >> 10),
-                static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
-                plan.adapt_connections ? ", more connections while they help" : "");
+  std::snprintf(
+      buf, sizeof buf, "RTT %.1f ms: %d connection%s x %d %s x %llu KiB in flight (%llu MiB)%s",
+      rtt_s * 1e3, c, c == 1 ? "" : "s", n, commands, static_cast<unsigned long long>(b >> 10),
+      static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
+      plan.adapt_connections ? ", more connections while they help" : "");
   std::string explanation = buf;
   if (!notes.empty()) explanation += ";" + notes.substr(0, notes.size() - 1);
   return explanation;
 }
 
+// B for WRITEs (autotune.h): the unsolicited size when it is worth a command, else that plus one
+// burst; within the LUN's transfer limit and size, whole blocks.
+uint64_t ChooseWriteSize(const TuningRequest& r, const NegotiatedParams& negotiated, uint64_t block,
+                         std::string* notes) {
+  if (r.io_size != 0) return ChooseIoSize(r, block, notes);
+  const uint64_t unsolicited = UnsolicitedWriteBytes(negotiated);
+  const uint64_t burst =
+      negotiated.max_burst_length != 0 ? negotiated.max_burst_length : kAssumedMaxBurst;
+  TuningRequest sized = r;
+  sized.io_size = unsolicited >= kMinUnsolicitedWrite ? unsolicited : unsolicited + burst;
+  return ChooseIoSize(sized, block, notes);
+}
+
+void FillPlan(const TuningRequest& r, uint64_t cap, int c, int n, uint64_t b, TuningPlan* plan) {
+  plan->connections = c;
+  plan->queue_depth = n;
+  plan->io_size = b;
+  plan->adapt_connections = r.connections == 0;
+  const uint64_t per_connection = static_cast<uint64_t>(n + 1) * b;
+  plan->max_connections =
+      plan->adapt_connections
+          ? static_cast<int>(std::clamp<uint64_t>(cap / per_connection, static_cast<uint64_t>(c),
+                                                  kMaxConnections))
+          : c;
+}
+
 }  // namespace
+
+uint64_t UnsolicitedWriteBytes(const NegotiatedParams& n) {
+  if (!n.initial_r2t) return n.first_burst_length;  // unsolicited Data-Out up to FirstBurstLength
+  if (!n.immediate_data) return 0;
+  if (n.target_max_recv_data_segment_length == 0) return n.first_burst_length;
+  return std::min(n.first_burst_length, n.target_max_recv_data_segment_length);
+}
+
+int WriteRoundTrips(uint64_t write_bytes, const NegotiatedParams& negotiated) {
+  const uint64_t unsolicited = UnsolicitedWriteBytes(negotiated);
+  const uint64_t burst =
+      negotiated.max_burst_length != 0 ? negotiated.max_burst_length : kAssumedMaxBurst;
+  const uint64_t solicited = write_bytes > unsolicited ? write_bytes - unsolicited : 0;
+  return static_cast<int>(1 + (solicited + burst - 1) / burst);
+}
+
+TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated) {
+  const uint64_t block = std::max<uint32_t>(r.block_size, 512);
+  const double rtt_s = std::chrono::duration<double>(r.rtt).count();
+  std::string notes;
+  int c = ChooseConnections(r, rtt_s);
+  uint64_t b = ChooseWriteSize(r, negotiated, block, &notes);
+  const int trips = WriteRoundTrips(b, negotiated);
+  int n = r.queue_depth;
+  if (n == 0) {
+    const double in_flight =
+        std::ceil(kAssumedLinkBytesPerSecond * rtt_s * trips / static_cast<double>(b));
+    n = std::clamp(static_cast<int>(std::ceil(in_flight / c)), 2, kMaxQueueDepth);
+  }
+  const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);
+  FitMemory(r, block, cap, &c, &n, &b, &notes);
+  TuningPlan plan;
+  FillPlan(r, cap, c, n, b, &plan);
+  notes += " " + std::to_string(WriteRoundTrips(b, negotiated)) + " round trips per WRITE (" +
+           std::to_string(UnsolicitedWriteBytes(negotiated) >> 10) +
+           " KiB unsolicited, bursts of " + std::to_string(negotiated.max_burst_length >> 10) +
+           " KiB);";
+  plan.explanation = Explain(plan, rtt_s, notes, "WRITEs");
+  return plan;
+}
 
 TuningPlan PlanTransfer(const TuningRequest& r) {
   const uint64_t block = std::max<uint32_t>(r.block_size, 512);
@@ -89,15 +156,7 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
   FitMemory(r, block, cap, &c, &n, &b, &notes);
 
   TuningPlan plan;
-  plan.connections = c;
-  plan.queue_depth = n;
-  plan.io_size = b;
-  plan.adapt_connections = r.connections == 0;
-  const uint64_t per_connection = static_cast<uint64_t>(n + 1) * b;
-  plan.max_connections = plan.adapt_connections
-                             ? static_cast<int>(std::clamp<uint64_t>(
-                                   cap / per_connection, static_cast<uint64_t>(c), kMaxConnections))
-                             : c;
+  FillPlan(r, cap, c, n, b, &plan);
   plan.explanation = Explain(plan, rtt_s, notes);
   return plan;
 }

@@ -39,6 +39,8 @@
 #include <span>
 #include <string>
 
+#include "initiator/connection_options.h"
+
 namespace wanbackup::initiator {
 
 inline constexpr uint64_t kDefaultIoSize = 512 << 10;
@@ -81,6 +83,28 @@ struct TuningPlan {
 // Never fails: user values are clamped to what the LUN and the memory cap allow (the
 // explanation says so when that happens).
 TuningPlan PlanTransfer(const TuningRequest& request);
+
+// WRITEs (PlanWrite). A READ costs one round trip whatever its size (the target sends all of its
+// Data-In at once), but a WRITE's data waits for the target's leave:
+//   - up to UnsolicitedWriteBytes go with the command (immediate data, within FirstBurstLength
+//     and the target's MaxRecvDataSegmentLength; with InitialR2T=No, unsolicited Data-Out up to
+//     FirstBurstLength);
+//   - every burst of up to MaxBurstLength after that waits for an R2T, and libiscsi 1.19 allows
+//     one outstanding R2T per command (MaxOutstandingR2T=1): one more round trip per burst.
+// So a WRITE of B bytes costs R = 1 + ceil((B - unsolicited) / MaxBurstLength) round trips, and
+// with K WRITEs in flight throughput ≈ K x B / (R x RTT) ≈ K x MaxBurstLength / RTT for large B.
+// Memory in flight is K x B = bandwidth x RTT x R: the fewer round trips per WRITE the better,
+// so PlanWrite sends WRITEs of the unsolicited size when that is at least kMinUnsolicitedWrite
+// (one round trip each), else of unsolicited + one burst (two round trips; 264 KiB against
+// tgt's defaults: 8 KiB immediate, 256 KiB bursts), and keeps K = assumed link rate x RTT x R / B
+// of them in flight over the same C connections as a read, N = K / C each (at least 2, at most
+// kMaxQueueDepth; tgt takes 128 per session).
+inline constexpr uint64_t kMinUnsolicitedWrite = 64 << 10;
+inline constexpr uint32_t kAssumedMaxBurst = 256 << 10;  // when the login did not say
+uint64_t UnsolicitedWriteBytes(const NegotiatedParams& negotiated);
+int WriteRoundTrips(uint64_t write_bytes, const NegotiatedParams& negotiated);
+// Like PlanTransfer, for WRITEs under `negotiated` (user values still win).
+TuningPlan PlanWrite(const TuningRequest& request, const NegotiatedParams& negotiated);
 
 // Adds connections while they help: half again as many each step, as long as the previous step
 // raised throughput by `min_gain`, and only while the connections are at their own plateau —

@@ -18,7 +18,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kReadBackBuffers = 4;  // chunks CheckRestored reads back at once
+constexpr size_t kReadBackBuffers = 4;      // chunks CheckRestored reads back at once, at least
+constexpr size_t kMaxReadBackBuffers = 16;  // and at most
 
 std::string Range(const catalog::SnapshotInfo& s, uint64_t index, uint64_t length) {
   const uint64_t offset = index * s.chunk_size;
@@ -62,9 +63,8 @@ Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecor
 // Reads one map segment's chunks back from `source` (several at once, in `free_buffers`) and
 // checks each against its digest, or that it is zeros.
 Status CheckSegmentRestored(Repository& repo, const catalog::SnapshotInfo& snap,
-                            const std::string& path, FileSource& source,
-                            std::vector<uint8_t*>* free_buffers, uint64_t first,
-                            const std::vector<int64_t>& ids) {
+                            BlockSource& source, std::vector<uint8_t*>* free_buffers,
+                            uint64_t first, const std::vector<int64_t>& ids) {
   WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
   std::unordered_map<int64_t, Digest> digests;
   for (int64_t id : ids) {
@@ -97,7 +97,7 @@ Status CheckSegmentRestored(Repository& repo, const catalog::SnapshotInfo& snap,
         id == 0 ? IsAllZero(done.request.buffer, done.request.length)
                 : repo.keys().DigestOf(done.request.buffer, done.request.length) == digests.at(id);
     if (!good && error.ok()) {
-      error = Status::Corruption("verifying " + path + ": " +
+      error = Status::Corruption("verifying " + source.geometry().name + ": " +
                                  Range(snap, first + k, done.request.length) +
                                  " differs from the snapshot");
     }
@@ -242,20 +242,27 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
 }
 
 Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, const std::string& path) {
-  WB_RETURN_IF_ERROR(CheckGeometry(snap));
   // Read back from the medium, not from the page cache the restore just filled.
   WB_ASSIGN_OR_RETURN(std::unique_ptr<FileSource> source, FileSource::Open(path, 2, true));
-  if (source->geometry().size_bytes < snap.size_bytes) {
-    return Status::Corruption(path + " is shorter than the snapshot");
+  return CheckRestored(repo, snap, *source);
+}
+
+Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, BlockSource& source) {
+  WB_RETURN_IF_ERROR(CheckGeometry(snap));
+  if (source.geometry().size_bytes < snap.size_bytes) {
+    return Status::Corruption(source.geometry().name + " is shorter than the snapshot");
   }
-  std::vector<std::vector<uint8_t>> buffers(kReadBackBuffers,
-                                            std::vector<uint8_t>(snap.chunk_size));
+  // As many chunks in flight as the source wants (a LUN across a WAN), within bounds.
+  const size_t wanted =
+      source.preferred_in_flight() * source.preferred_request_size() / snap.chunk_size;
+  const size_t count = std::clamp<size_t>(wanted, kReadBackBuffers, kMaxReadBackBuffers);
+  std::vector<std::vector<uint8_t>> buffers(count, std::vector<uint8_t>(snap.chunk_size));
   std::vector<uint8_t*> free_buffers;
   for (auto& b : buffers)
     free_buffers.push_back(b.data());
   return repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-        return CheckSegmentRestored(repo, snap, path, *source, &free_buffers, first, ids);
+        return CheckSegmentRestored(repo, snap, source, &free_buffers, first, ids);
       });
 }
 

@@ -50,5 +50,8 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
 // snapshot has zeros). Corruption names the first range that differs.
 Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snapshot,
                      const std::string& path);
+// The same, reading back from `source` (an iSCSI LUN through the WAN, say); Corruption names the
+// source's range that differs.
+Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snapshot, BlockSource& source);
 
 }  // namespace wanbackup::pipeline

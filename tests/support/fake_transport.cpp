@@ -93,51 +93,84 @@ void FakeTransport::Connect(size_t index, bool reconnect) {
 }
 
 Status FakeTransport::Read(size_t index, const wbi::BlockCommand& command) {
+  return Command(index, command);
+}
+
+Status FakeTransport::Write(size_t index, const wbi::BlockCommand& command) {
+  return Command(index, command);
+}
+
+Status FakeTransport::WriteZeros(size_t index, const wbi::BlockCommand& command) {
+  return Command(index, command);
+}
+
+Status FakeTransport::SynchronizeCache(size_t index, const wbi::BlockCommand& command) {
+  return Command(index, command);
+}
+
+Status FakeTransport::Command(size_t index, const wbi::BlockCommand& command) {
   std::lock_guard<std::mutex> lock(mu_);
   Channel& channel = ChannelAt(index);
   if (!channel.open)
     return Status::Unavailable("fake channel " + std::to_string(index) + " is closed");
-  const FakeRead read{index, channel.logins, ++channel.reads, command.lba, command.bytes};
-  FakeAnswer answer = on_read ? on_read(read) : FakeAnswer{};
+  const FakeCommand seen{index,         channel.logins, ++channel.reads, command.lba,
+                         command.bytes, command.op,     command.fua,     command.unmap};
+  const bool read = command.op == wbi::BlockOp::kRead;
+  FakeAnswer answer =
+      read ? (on_read ? on_read(seen) : FakeAnswer{}) : (on_write ? on_write(seen) : FakeAnswer{});
+  const uint64_t offset = command.lba * options_.block_size;
+  if (offset + command.bytes > options_.lun_bytes) {
+    if (read) ++reads_past_end_;
+    answer = FakeAnswer{FakeAnswer::Kind::kStatus, kCheckCondition, kSenseIllegalRequest};
+  }
+  // When the answer is due: a READ's data goes target to initiator, then GOOD; a WRITE's goes
+  // the other way, in bursts that each wait for an R2T (see the header).
+  Clock::time_point data_at = now_ + options_.rtt;
+  if (read) {
+    data_at = Send(channel, index, command.bytes) + options_.rtt;
+  } else if (command.op == wbi::BlockOp::kWrite) {
+    const uint64_t solicited =
+        command.bytes > options_.unsolicited_bytes ? command.bytes - options_.unsolicited_bytes : 0;
+    const uint64_t bursts = (solicited + options_.max_burst_bytes - 1) /
+                            std::max<uint32_t>(1, options_.max_burst_bytes);
+    data_at = Send(channel, index, command.bytes) + options_.rtt * static_cast<int64_t>(1 + bursts);
+  }
+  Answer(channel, index, command, answer, data_at);
+  return Status::Ok();
+}
 
+void FakeTransport::Answer(Channel& channel, size_t index, const wbi::BlockCommand& command,
+                           FakeAnswer answer, Clock::time_point data_at) {
   Event event;
   event.kind = Event::Kind::kDone;
   event.channel = index;
   event.generation = channel.generation;
   event.command = command;
   event.done.id = command.id;
-  const uint64_t offset = command.lba * options_.block_size;
-  if (offset + command.bytes > options_.lun_bytes) {
-    ++reads_past_end_;
-    answer = FakeAnswer{FakeAnswer::Kind::kStatus, kCheckCondition, kSenseIllegalRequest};
-  }
-  const bool data =
-      answer.kind == FakeAnswer::Kind::kData || answer.kind == FakeAnswer::Kind::kShort;
-  const auto answered = (data ? Send(channel, index, command.bytes) : now_) + options_.rtt;
+  const std::string what =
+      std::string("fake ") + wbi::OpName(command.op) + " LBA " + std::to_string(command.lba);
   switch (answer.kind) {
     case FakeAnswer::Kind::kData:
       event.data_bytes = command.bytes;
       event.done.outcome.status = kGood;
-      Schedule(answered, std::move(event));
+      Schedule(data_at, std::move(event));
       break;
     case FakeAnswer::Kind::kShort:
-      event.data_bytes = command.bytes / 2;
+      event.data_bytes = command.op == wbi::BlockOp::kRead ? command.bytes / 2 : 0;
       event.done.outcome.status = kGood;
       event.done.outcome.short_transfer = true;
-      Schedule(answered, std::move(event));
+      Schedule(data_at, std::move(event));
       break;
     case FakeAnswer::Kind::kStatus:
       event.done.outcome.status = answer.status;
       event.done.outcome.sense_key = answer.sense_key;
-      event.done.error = Status::IoError("fake READ LBA " + std::to_string(command.lba) +
-                                         ": status " + std::to_string(answer.status) +
+      event.done.error = Status::IoError(what + ": status " + std::to_string(answer.status) +
                                          " sense key " + std::to_string(answer.sense_key));
-      Schedule(answered, std::move(event));
+      Schedule(command.op == wbi::BlockOp::kRead ? now_ + options_.rtt : data_at, std::move(event));
       break;
     case FakeAnswer::Kind::kHang:
       event.done.outcome.status = kTimeout;
-      event.done.error = Status::Timeout("fake READ LBA " + std::to_string(command.lba) +
-                                         ": no answer within the command timeout");
+      event.done.error = Status::Timeout(what + ": no answer within the command timeout");
       Schedule(now_ + options_.command_timeout, std::move(event));
       break;
     case FakeAnswer::Kind::kLoseChannel: {
@@ -150,7 +183,34 @@ Status FakeTransport::Read(size_t index, const wbi::BlockCommand& command) {
       break;
     }
   }
-  return Status::Ok();
+}
+
+void FakeTransport::Land(const wbi::BlockCommand& command) {
+  if (disk_.empty()) {
+    disk_.resize(options_.lun_bytes);
+    FillContent(0, disk_.data(), disk_.size());
+  }
+  const uint64_t offset = command.lba * options_.block_size;
+  switch (command.op) {
+    case wbi::BlockOp::kWrite:
+      std::memcpy(disk_.data() + offset, command.buffer, command.bytes);
+      bytes_written_ += command.bytes;
+      ++writes_after_sync_;
+      return;
+    case wbi::BlockOp::kWriteZeros:
+      std::memset(disk_.data() + offset, 0, command.bytes);
+      bytes_zeroed_ += command.bytes;
+      ++write_sames_;
+      if (command.unmap) ++unmaps_;
+      ++writes_after_sync_;
+      return;
+    case wbi::BlockOp::kSynchronizeCache:
+      ++syncs_;
+      writes_after_sync_ = 0;
+      return;
+    case wbi::BlockOp::kRead:
+      return;
+  }
 }
 
 void FakeTransport::Close(size_t index) {
@@ -180,9 +240,18 @@ void FakeTransport::Deliver(Event& event, wbi::TransportEvents* events) {
       return;
     case Event::Kind::kDone:
       if (!channel.open) return;
-      if (event.data_bytes > 0) {
-        FillContent(event.command.lba * options_.block_size, event.command.buffer,
-                    event.data_bytes);
+      if (event.command.op != wbi::BlockOp::kRead) {
+        if (!event.done.outcome.short_transfer && event.done.outcome.status == kGood) {
+          Land(event.command);  // a WRITE lands with its GOOD status
+        }
+        if (event.command.op == wbi::BlockOp::kWrite) channel.bytes += event.data_bytes;
+      } else if (event.data_bytes > 0) {
+        const uint64_t offset = event.command.lba * options_.block_size;
+        if (disk_.empty()) {
+          FillContent(offset, event.command.buffer, event.data_bytes);
+        } else {
+          std::memcpy(event.command.buffer, disk_.data() + offset, event.data_bytes);
+        }
         channel.bytes += event.data_bytes;
       }
       events->done.push_back(std::move(event.done));
@@ -262,6 +331,44 @@ int FakeTransport::open_channels() const {
 std::chrono::nanoseconds FakeTransport::elapsed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return now_ - start_;
+}
+
+std::vector<uint8_t> FakeTransport::Disk() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!disk_.empty()) return disk_;
+  std::vector<uint8_t> disk(options_.lun_bytes);
+  FillContent(0, disk.data(), disk.size());
+  return disk;
+}
+
+uint64_t FakeTransport::bytes_written() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_written_;
+}
+
+uint64_t FakeTransport::bytes_zeroed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_zeroed_;
+}
+
+int FakeTransport::write_sames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return write_sames_;
+}
+
+int FakeTransport::unmaps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unmaps_;
+}
+
+int FakeTransport::syncs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return syncs_;
+}
+
+int FakeTransport::writes_after_sync() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writes_after_sync_;
 }
 
 }  // namespace wanbackup::testing

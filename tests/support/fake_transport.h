@@ -4,9 +4,14 @@
 // The model: every channel sends its READs' data one after another at its own rate, all of it
 // passes one link (a FIFO whose rate may depend on how many channels are open), and each READ is
 // answered one round trip after its last byte leaves — so a channel with N READs outstanding
-// carries at most N READs per round trip, as a window-limited TCP connection does. Logins take a
-// few round trips. Hooks decide, per READ and per login, what goes wrong. The LUN's content is a
-// function of the offset (ContentAt), so any size costs no memory.
+// carries at most N READs per round trip, as a window-limited TCP connection does. WRITEs send
+// their data the same way and are answered as iSCSI with InitialR2T=Yes answers them: one round
+// trip for the command and its unsolicited data, one more per burst of `max_burst_bytes` after
+// it (one R2T outstanding). WRITE SAME and SYNCHRONIZE CACHE carry no data: one round trip. Logins
+// take a few round trips. Hooks decide, per command and per login, what goes wrong. The LUN's
+// content is a function of the offset (ContentAt), so any size costs no memory — until the first
+// WRITE, which makes the fake keep the whole LUN in memory (keep written LUNs small); a WRITE
+// lands when its GOOD status is delivered, so one lost with its connection never lands.
 //
 // Time jumps from event to event while anything is in flight; with nothing in flight it waits a
 // real millisecond for the consumer (a Wake) before moving on to the engine's deadline, so
@@ -41,13 +46,18 @@ struct FakeAnswer {
   int sense_key = 0;
 };
 
-struct FakeRead {
+// One command as the target sees it.
+struct FakeCommand {
   size_t channel = 0;
   int login = 0;  // how many logins this channel has had, counting this session's (1 = first)
-  int nth = 0;    // READs on this session so far, counting this one (1 = first)
+  int nth = 0;    // commands on this session so far, counting this one (1 = first)
   uint64_t lba = 0;
   uint32_t bytes = 0;
+  wbi::BlockOp op = wbi::BlockOp::kRead;
+  bool fua = false;
+  bool unmap = false;
 };
+using FakeRead = FakeCommand;
 
 struct FakeLinkOptions {
   uint64_t lun_bytes = 64 << 20;
@@ -59,6 +69,9 @@ struct FakeLinkOptions {
   // A channel carries its data `slowdown(channel)` times slower; null: all 1.
   std::function<double(size_t channel)> slowdown;
   int login_round_trips = 3;
+  // WRITE: data sent with the command (immediate/unsolicited), and per R2T burst after it.
+  uint32_t unsolicited_bytes = 8192;
+  uint32_t max_burst_bytes = 262144;
   std::chrono::nanoseconds command_timeout = std::chrono::seconds(30);
 };
 
@@ -69,6 +82,8 @@ class FakeTransport final : public wbi::Transport {
 
   // Scripts. Set before the engine starts.
   std::function<FakeAnswer(const FakeRead&)> on_read;
+  // WRITE, WRITE SAME and SYNCHRONIZE CACHE; null: all succeed.
+  std::function<FakeAnswer(const FakeCommand&)> on_write;
   // The status of login number `attempt` (1 = first) of `channel`; null: always OK.
   std::function<Status(size_t channel, int attempt)> on_login;
 
@@ -85,11 +100,22 @@ class FakeTransport final : public wbi::Transport {
   int max_open_channels() const;
   int open_channels() const;
   std::chrono::nanoseconds elapsed() const;  // virtual time since construction
+  // The LUN's content now (what READs would return).
+  std::vector<uint8_t> Disk() const;
+  uint64_t bytes_written() const;  // WRITE data that landed (the wire may have carried more)
+  uint64_t bytes_zeroed() const;   // by WRITE SAME
+  int write_sames() const;         // WRITE SAMEs that landed
+  int unmaps() const;              // of them, with the UNMAP bit
+  int syncs() const;               // SYNCHRONIZE CACHEs answered GOOD
+  int writes_after_sync() const;   // WRITEs/WRITE SAMEs that landed after the last good SYNC
 
   // Transport
   Clock::time_point Now() const override;
   void Connect(size_t index, bool reconnect) override;
   Status Read(size_t index, const wbi::BlockCommand& command) override;
+  Status Write(size_t index, const wbi::BlockCommand& command) override;
+  Status WriteZeros(size_t index, const wbi::BlockCommand& command) override;
+  Status SynchronizeCache(size_t index, const wbi::BlockCommand& command) override;
   void Close(size_t index) override;
   void Poll(Clock::time_point deadline, wbi::TransportEvents* events) override;
   void SleepUntil(Clock::time_point until) override;
@@ -122,7 +148,12 @@ class FakeTransport final : public wbi::Transport {
   // already sending, at the slower of their rates. REQUIRES: mu_ held.
   Clock::time_point Send(Channel& channel, size_t index, uint32_t bytes);
   void Schedule(Clock::time_point when, Event event);
+  // Answers `command` as `answer` says; `data_at` is when a data answer is due. REQUIRES: mu_.
+  void Answer(Channel& channel, size_t index, const wbi::BlockCommand& command, FakeAnswer answer,
+              Clock::time_point data_at);
+  Status Command(size_t index, const wbi::BlockCommand& command);
   void Deliver(Event& event, wbi::TransportEvents* events);
+  void Land(const wbi::BlockCommand& command);  // a WRITE's effect on the LUN. REQUIRES: mu_.
 
   const FakeLinkOptions options_;
   const Clock::time_point start_;
@@ -134,6 +165,9 @@ class FakeTransport final : public wbi::Transport {
   std::vector<Channel> channels_;
   std::multimap<Clock::time_point, Event> events_;
   int logins_ = 0, reconnect_logins_ = 0, reads_past_end_ = 0, max_open_ = 1;
+  std::vector<uint8_t> disk_;  // empty until the first WRITE lands
+  uint64_t bytes_written_ = 0, bytes_zeroed_ = 0;
+  int write_sames_ = 0, unmaps_ = 0, syncs_ = 0, writes_after_sync_ = 0;
 };
 
 }  // namespace wanbackup::testing

@@ -214,3 +214,49 @@ TEST_CASE("coalescing completions: an eighth of what the other READs cover, at m
   // Small READs on a fast link: a few microseconds only.
   CHECK(ServiceInterval(2, 32 << 10, 200e6) < 25us);
 }
+
+TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them for the R2Ts",
+          "[autotune][write]") {
+  using wanbackup::initiator::NegotiatedParams;
+  using wanbackup::initiator::PlanWrite;
+  using wanbackup::initiator::UnsolicitedWriteBytes;
+  using wanbackup::initiator::WriteRoundTrips;
+  // tgt's defaults against libiscsi 1.19's offer: InitialR2T=Yes, ImmediateData=Yes,
+  // FirstBurstLength 64 KiB, MaxBurstLength 256 KiB, the target takes 8 KiB PDUs.
+  NegotiatedParams tgt;
+  tgt.initial_r2t = true;
+  tgt.immediate_data = true;
+  tgt.first_burst_length = 64 << 10;
+  tgt.max_burst_length = 256 << 10;
+  tgt.target_max_recv_data_segment_length = 8 << 10;
+  CHECK(UnsolicitedWriteBytes(tgt) == 8 << 10);
+  CHECK(WriteRoundTrips(8 << 10, tgt) == 1);
+  CHECK(WriteRoundTrips(264 << 10, tgt) == 2);
+  CHECK(WriteRoundTrips(4 << 20, tgt) == 17);
+
+  const TuningPlan at32 = PlanWrite(Lun(32ms), tgt);
+  CHECK(at32.io_size == 264u << 10);
+  CHECK(at32.connections == 8);
+  // 125 MB/s x 32 ms x 2 round trips / 264 KiB = 30 WRITEs in flight, 4 per connection.
+  CHECK(at32.queue_depth == 4);
+  const TuningPlan at128 = PlanWrite(Lun(128ms), tgt);
+  CHECK(at128.connections == 16);
+  CHECK(at128.queue_depth == 8);  // 119 WRITEs in flight
+  CHECK_THAT(at128.explanation, Catch::Contains("WRITEs") && Catch::Contains("2 round trips"));
+
+  // Unsolicited data worth a command: WRITEs of that size, one round trip each.
+  NegotiatedParams open = tgt;
+  open.initial_r2t = false;
+  open.first_burst_length = 256 << 10;
+  CHECK(UnsolicitedWriteBytes(open) == 256 << 10);
+  const TuningPlan free = PlanWrite(Lun(32ms), open);
+  CHECK(free.io_size == 256u << 10);
+  CHECK(WriteRoundTrips(free.io_size, open) == 1);
+  CHECK(free.queue_depth == 2);  // 16 in flight over 8 connections
+
+  // No immediate data at all: every byte waits for an R2T.
+  NegotiatedParams none = tgt;
+  none.immediate_data = false;
+  CHECK(UnsolicitedWriteBytes(none) == 0);
+  CHECK(PlanWrite(Lun(32ms), none).io_size == 256u << 10);
+}

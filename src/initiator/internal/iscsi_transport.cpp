@@ -21,6 +21,7 @@ struct IscsiTransport::Pending {
   uint64_t id = 0;
   uint64_t lba = 0;
   uint32_t blocks = 0;
+  BlockOp op = BlockOp::kRead;
   scsi_iovec iov{};
   scsi_task* task = nullptr;
 };
@@ -35,7 +36,9 @@ struct IscsiTransport::Channel {
 
 IscsiTransport::IscsiTransport(ConnectionOptions options, LunInfo lun,
                                std::unique_ptr<Connection> first)
-    : options_(std::move(options)), lun_(std::move(lun)) {
+    : options_(std::move(options)),
+      lun_(std::move(lun)),
+      zero_block_(std::max<uint32_t>(lun_.block_size, 512), 0) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   ChannelAt(0).conn = std::move(first);
 }
@@ -81,7 +84,7 @@ void IscsiTransport::Connect(size_t index, bool reconnect) {
   });
 }
 
-Status IscsiTransport::Read(size_t index, const BlockCommand& command) {
+Status IscsiTransport::Queue(size_t index, const BlockCommand& command, const TaskMaker& make) {
   Channel& channel = ChannelAt(index);
   if (!channel.conn || channel.conn->broken()) {
     return Status::Unavailable("connection " + std::to_string(index) + " is not open");
@@ -92,18 +95,60 @@ Status IscsiTransport::Read(size_t index, const BlockCommand& command) {
   pending->id = command.id;
   pending->lba = command.lba;
   pending->blocks = command.bytes / lun_.block_size;
+  pending->op = command.op;
   pending->iov.iov_base = command.buffer;
   pending->iov.iov_len = command.bytes;
-  scsi_task* task = iscsi_read16_iov_task(channel.conn->context(), lun_.lun, command.lba,
-                                          command.bytes, static_cast<int>(lun_.block_size), 0, 0, 0,
-                                          0, 0, ReadCallback, pending.get(), &pending->iov, 1);
+  scsi_task* task = make(channel.conn->context(), pending.get());
   if (task == nullptr) {
-    return Status::Unavailable(std::string("cannot queue READ(16): ") +
+    return Status::Unavailable(std::string("cannot queue ") + OpName(command.op) + ": " +
                                iscsi_get_error(channel.conn->context()));
   }
   pending->task = task;
   channel.pending[command.id] = std::move(pending);
   return Status::Ok();
+}
+
+Status IscsiTransport::Read(size_t index, const BlockCommand& command) {
+  const int lun = lun_.lun;
+  const int block = static_cast<int>(lun_.block_size);
+  return Queue(index, command, [&](iscsi_context* iscsi, Pending* p) {
+    return iscsi_read16_iov_task(iscsi, lun, command.lba, command.bytes, block, 0, 0, 0, 0, 0,
+                                 CommandCallback, p, &p->iov, 1);
+  });
+}
+
+Status IscsiTransport::Write(size_t index, const BlockCommand& command) {
+  const int lun = lun_.lun;
+  const int block = static_cast<int>(lun_.block_size);
+  const int fua = command.fua ? 1 : 0;
+  // The data stays where the engine put it (zero copy): libiscsi sends it from the iovec, which
+  // lives in Pending until the callback.
+  return Queue(index, command, [&](iscsi_context* iscsi, Pending* p) {
+    return iscsi_write16_iov_task(iscsi, lun, command.lba, nullptr, command.bytes, block, 0, 0, fua,
+                                  0, 0, CommandCallback, p, &p->iov, 1);
+  });
+}
+
+Status IscsiTransport::WriteZeros(size_t index, const BlockCommand& command) {
+  const int lun = lun_.lun;
+  const uint32_t blocks = command.bytes / lun_.block_size;
+  const int unmap = command.unmap ? 1 : 0;
+  BlockCommand same = command;
+  same.buffer = nullptr;
+  same.bytes = command.bytes;
+  return Queue(index, same, [&](iscsi_context* iscsi, Pending* p) {
+    return iscsi_writesame16_task(iscsi, lun, command.lba, zero_block_.data(),
+                                  static_cast<uint32_t>(zero_block_.size()), blocks, 0, unmap, 0, 0,
+                                  CommandCallback, p);
+  });
+}
+
+Status IscsiTransport::SynchronizeCache(size_t index, const BlockCommand& command) {
+  const int lun = lun_.lun;
+  const uint32_t blocks = command.bytes / lun_.block_size;
+  return Queue(index, command, [&](iscsi_context* iscsi, Pending* p) {
+    return iscsi_synchronizecache16_task(iscsi, lun, command.lba, blocks, 0, 0, CommandCallback, p);
+  });
 }
 
 void IscsiTransport::Close(size_t index) {
@@ -127,8 +172,8 @@ void IscsiTransport::DropPending(Channel& channel) {
   channel.pending.clear();
 }
 
-void IscsiTransport::ReadCallback(iscsi_context* iscsi, int status, void* command_data,
-                                  void* data) {
+void IscsiTransport::CommandCallback(iscsi_context* iscsi, int status, void* command_data,
+                                     void* data) {
   auto* pending = static_cast<Pending*>(data);
   auto* task = static_cast<scsi_task*>(command_data);
   IscsiTransport* self = pending->transport;
@@ -150,9 +195,10 @@ void IscsiTransport::ReadCallback(iscsi_context* iscsi, int status, void* comman
                                     task->residual > 0;
     }
     if (status != SCSI_STATUS_GOOD) {
-      done.error = TaskStatus(
-          status, task, iscsi,
-          "READ(16) LBA " + std::to_string(pending->lba) + "+" + std::to_string(pending->blocks));
+      done.error =
+          TaskStatus(status, task, iscsi,
+                     std::string(OpName(pending->op)) + " LBA " + std::to_string(pending->lba) +
+                         "+" + std::to_string(pending->blocks));
     }
     self->collecting_->done.push_back(std::move(done));
   }

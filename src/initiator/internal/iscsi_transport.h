@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -38,6 +39,9 @@ class IscsiTransport final : public Transport {
   Clock::time_point Now() const override { return Clock::now(); }
   void Connect(size_t index, bool reconnect) override;
   Status Read(size_t index, const BlockCommand& command) override;
+  Status Write(size_t index, const BlockCommand& command) override;
+  Status WriteZeros(size_t index, const BlockCommand& command) override;
+  Status SynchronizeCache(size_t index, const BlockCommand& command) override;
   void Close(size_t index) override;
   void Poll(Clock::time_point deadline, TransportEvents* events) override;
   void SleepUntil(Clock::time_point until) override;
@@ -52,10 +56,14 @@ class IscsiTransport final : public Transport {
   void ServiceChannels(const std::vector<short>& revents, const std::vector<size_t>& owners,
                        TransportEvents* events);
   void DropPending(Channel& channel);
-  static void ReadCallback(iscsi_context* iscsi, int status, void* command_data, void* data);
+  // Builds the libiscsi task of one command, with `pending` as its callback data.
+  using TaskMaker = std::function<scsi_task*(iscsi_context* iscsi, Pending* pending)>;
+  Status Queue(size_t index, const BlockCommand& command, const TaskMaker& make);
+  static void CommandCallback(iscsi_context* iscsi, int status, void* command_data, void* data);
 
   const ConnectionOptions options_;
   const LunInfo lun_;
+  std::vector<uint8_t> zero_block_;  // WRITE SAME's one block of zeros, shared by every command
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<Channel>> channels_;

@@ -19,13 +19,24 @@
 
 namespace wanbackup::initiator::internal {
 
-// One command on one channel: READ `bytes` from `lba` into `buffer`. `id` is the engine's;
-// the transport returns it with the outcome.
+// What a command does. kRead: READ(16) of `bytes` into `buffer`. kWrite: WRITE(16) of `bytes`
+// from `buffer` (not modified; FUA when `fua`). kWriteZeros: WRITE SAME(16) of one all-zero
+// block over `bytes` (no buffer; the UNMAP bit when `unmap`). kSynchronizeCache:
+// SYNCHRONIZE CACHE(16) of `bytes` from `lba`, 0 bytes meaning to the end of the LUN.
+enum class BlockOp : uint8_t { kRead, kWrite, kWriteZeros, kSynchronizeCache };
+
+// The command's name as SCSI calls it, for messages ("READ(16)").
+const char* OpName(BlockOp op);
+
+// One command on one channel. `id` is the engine's; the transport returns it with the outcome.
 struct BlockCommand {
   uint64_t id = 0;
   uint64_t lba = 0;
   uint32_t bytes = 0;
   uint8_t* buffer = nullptr;
+  BlockOp op = BlockOp::kRead;
+  bool fua = false;    // kWrite: the target writes through its cache before GOOD
+  bool unmap = false;  // kWriteZeros: the target may deallocate the blocks (they read as zeros)
 };
 
 struct CommandDone {
@@ -68,9 +79,14 @@ class Transport {
   // Close). With `reconnect`, the new session must prove it reaches the same device (serial and
   // designator), not just a LUN of the same size. The result arrives through Poll.
   virtual void Connect(size_t channel, bool reconnect) = 0;
-  // Queues a READ on an open channel. An error means it could not be queued (the channel is
-  // unusable and should be closed); nothing was sent then.
+  // Queue a command on an open channel, each one kind of `command.op` (see BlockOp). An error
+  // means it could not be queued (the channel is unusable and should be closed); nothing was
+  // sent then. The buffer of a READ or WRITE belongs to the transport until the outcome (or
+  // Close).
   virtual Status Read(size_t channel, const BlockCommand& command) = 0;
+  virtual Status Write(size_t channel, const BlockCommand& command) = 0;
+  virtual Status WriteZeros(size_t channel, const BlockCommand& command) = 0;
+  virtual Status SynchronizeCache(size_t channel, const BlockCommand& command) = 0;
   // Drops an open channel at once. Its commands end without an outcome, and none of them
   // writes into its buffer after Close returns.
   virtual void Close(size_t channel) = 0;
@@ -82,5 +98,34 @@ class Transport {
   // Makes a Poll in progress (or the next one) return at once. Thread-safe.
   virtual void Wake() = 0;
 };
+
+// Queues `command` through the method its op names.
+inline Status Send(Transport& transport, size_t channel, const BlockCommand& command) {
+  switch (command.op) {
+    case BlockOp::kRead:
+      return transport.Read(channel, command);
+    case BlockOp::kWrite:
+      return transport.Write(channel, command);
+    case BlockOp::kWriteZeros:
+      return transport.WriteZeros(channel, command);
+    case BlockOp::kSynchronizeCache:
+      return transport.SynchronizeCache(channel, command);
+  }
+  return Status::Internal("unknown block command");
+}
+
+inline const char* OpName(BlockOp op) {
+  switch (op) {
+    case BlockOp::kRead:
+      return "READ(16)";
+    case BlockOp::kWrite:
+      return "WRITE(16)";
+    case BlockOp::kWriteZeros:
+      return "WRITE SAME(16)";
+    case BlockOp::kSynchronizeCache:
+      return "SYNCHRONIZE CACHE(16)";
+  }
+  return "?";
+}
 
 }  // namespace wanbackup::initiator::internal

@@ -1,0 +1,40 @@
+#include "cli/sink_open.h"
+
+#include "initiator/iscsi_url.h"
+#include "pipeline/file_sink.h"
+
+namespace wanbackup::cli {
+
+Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, bool overwrite,
+                            const TargetFlags& target, const TuningFlags& tuning) {
+  OpenedSink opened;
+  if (!initiator::LooksLikeIscsiUrl(spec)) {
+    pipeline::FileSinkOptions options;
+    options.overwrite = overwrite;
+    options.expected_size = image_size;
+    WB_ASSIGN_OR_RETURN(opened.sink, pipeline::FileSink::Open(spec, options));
+    return opened;
+  }
+  WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(spec));
+  if (url.target.empty() || !url.lun) {
+    return Status::InvalidArgument("'" + url.ToDisplayString() +
+                                   "' names no LUN: use iscsi://host[:port]/target-iqn/lun "
+                                   "(wanbackup probe lists them)");
+  }
+  initiator::IscsiSinkOptions options;
+  options.lun = *url.lun;
+  options.image_size = image_size;
+  WB_ASSIGN_OR_RETURN(options.connection, BuildConnectionOptions(std::move(url), target));
+  initiator::IscsiSourceOptions tuned;  // the same flags as for reading
+  WB_RETURN_IF_ERROR(ApplyTuningFlags(tuning, &tuned));
+  options.tuning = tuned.tuning;
+  options.retry_timeout = tuned.retry_timeout;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<initiator::IscsiSink> sink,
+                      initiator::IscsiSink::Open(std::move(options)));
+  opened.tuning_explanation = sink->plan().explanation;
+  opened.lun = sink.get();
+  opened.sink = std::move(sink);
+  return opened;
+}
+
+}  // namespace wanbackup::cli
