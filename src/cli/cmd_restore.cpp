@@ -12,6 +12,7 @@
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
+#include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/restorer.h"
@@ -71,8 +72,14 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   }
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
+  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(opts.tuning));  // before any login
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(opts.to, snap.size_bytes, opts.force, opts.target, opts.tuning));
+  if (rate > 0) {
+    opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
+    opened.sink =
+        std::make_unique<PacedSink>(std::move(opened.sink), std::make_shared<Pacer>(rate));
+  }
   BlockSink* sink = opened.sink.get();
   if (opened.lun != nullptr)
     PrintInfo("writing " + sink->name() + ": " + opened.tuning_explanation);
@@ -123,6 +130,7 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
   AddTuningFlags(cmd, &opts->tuning);
+  AddLimitRateFlag(cmd, &opts->tuning);
   AddTargetFlags(cmd, &opts->target);
   cmd->footer(
       "\nEvery chunk is authenticated and checked against its digest before it is written; a\n"

@@ -80,7 +80,7 @@ Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run) {
   }
   ::chmod(tmp.c_str(), 0644);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const Status s = Status::FromErrno(errno, "renaming " + tmp + " to " + path);
+    Status s = Status::FromErrno(errno, "renaming " + tmp + " to " + path);
     ::unlink(tmp.c_str());
     return s;
   }

@@ -53,4 +53,13 @@ Status PacedSource::Submit(const ReadRequest& request) {
   return inner_->Submit(request);
 }
 
+PacedSink::PacedSink(std::unique_ptr<BlockSink> inner, std::shared_ptr<Pacer> pacer)
+    : inner_(std::move(inner)), pacer_(std::move(pacer)) {}
+
+Status PacedSink::Write(uint64_t offset, const uint8_t* data, size_t length) {
+  const bool zero = std::all_of(data, data + length, [](uint8_t b) { return b == 0; });
+  if (!zero) WB_RETURN_IF_ERROR(pacer_->Take(length));
+  return inner_->Write(offset, data, length);
+}
+
 }  // namespace wanbackup

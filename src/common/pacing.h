@@ -5,7 +5,9 @@
 // consumer that was busy elsewhere for a moment does not lose its share, and no more.
 //
 // PacedSource wraps any BlockSource so that reads are submitted at the rate: the iSCSI engine,
-// a local file or device alike. Pacer is thread-safe; PacedSource has BlockSource's contract.
+// a local file or device alike. PacedSink does the same for writes (restore to a LUN); an
+// all-zero write is not paced, since a LUN sink sends it as WRITE SAME (one block on the wire).
+// Pacer is thread-safe; PacedSource and PacedSink have their interfaces' contracts.
 #pragma once
 
 #include <chrono>
@@ -61,6 +63,22 @@ class PacedSource final : public BlockSource {
 
  private:
   std::unique_ptr<BlockSource> inner_;
+  std::shared_ptr<Pacer> pacer_;
+};
+
+class PacedSink final : public BlockSink {
+ public:
+  PacedSink(std::unique_ptr<BlockSink> inner, std::shared_ptr<Pacer> pacer);
+
+  const std::string& name() const override { return inner_->name(); }
+  bool sequential_only() const override { return inner_->sequential_only(); }
+  bool zeros_are_free() const override { return inner_->zeros_are_free(); }
+  // Waits for the budget (unless all of `data` is zero), then writes.
+  Status Write(uint64_t offset, const uint8_t* data, size_t length) override;
+  Status Finish(uint64_t total_size) override { return inner_->Finish(total_size); }
+
+ private:
+  std::unique_ptr<BlockSink> inner_;
   std::shared_ptr<Pacer> pacer_;
 };
 

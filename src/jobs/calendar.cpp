@@ -189,8 +189,9 @@ Status ParseWords(const std::vector<std::string_view>& words, CalendarSpec* spec
 bool DayMatches(const CalendarSpec& spec, const std::tm& day) {
   const int year = day.tm_year + 1900;
   if (year < kFirstYear || year > kLastYear) return false;
+  const int month = day.tm_mon + 1;
   return spec.years.test(static_cast<size_t>(year - kFirstYear)) &&
-         spec.months.test(static_cast<size_t>(day.tm_mon + 1)) &&
+         spec.months.test(static_cast<size_t>(month)) &&
          spec.days.test(static_cast<size_t>(day.tm_mday)) &&
          spec.weekdays.test(static_cast<size_t>((day.tm_wday + 6) % 7));
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <utility>
 
 #include "common/units.h"
 #include "pipeline/prune_plan.h"
@@ -119,7 +120,7 @@ Status ReadTable(const std::string& file, const std::string& prefix, const toml:
 
 // Handlers that store a value after a check.
 Handler String(std::string* out, std::function<Status(const std::string&)> check = nullptr) {
-  return [out, check](const Place& at, const toml::node& node) -> Status {
+  return [out, check = std::move(check)](const Place& at, const toml::node& node) -> Status {
     const std::optional<std::string> v = node.value_exact<std::string>();
     if (!v) return at.Error("must be a string (in quotes)");
     if (check) {

@@ -8,6 +8,7 @@
 // WB_UPDATE_GOLDEN=1, which rewrites the files instead of comparing), then review `git diff`.
 // probe needs a target: its shapes are pinned in tests/integration/target_test.cpp.
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -49,7 +50,8 @@ TEST_CASE("golden: every command's --help is exactly its golden text", "[cli][go
   const std::vector<std::vector<std::string>> commands = {
       {},          {"init"},  {"snapshot"},      {"snapshots"}, {"restore"},
       {"verify"},  {"key"},   {"key", "change"}, {"repair"},    {"repair", "catalog"},
-      {"migrate"}, {"probe"}, {"copy"}};
+      {"migrate"}, {"probe"}, {"copy"},          {"forget"},    {"prune"},
+      {"run"},     {"jobs"},  {"schedule"}};
   for (const auto& command : commands) {
     std::string name = "wanbackup";
     for (const std::string& word : command)
@@ -90,4 +92,35 @@ TEST_CASE("golden: every local command's --json output has its golden shape", "[
   CheckGolden("json/verify-damaged.json", Shape(damaged, dir.path()));
   CheckGolden("json/copy.json",
               Shape(repo.Ok({"copy", image, dir / "copied.img", "--json"}), dir.path()));
+}
+
+TEST_CASE("golden: run, jobs, forget and prune --json have their golden shapes", "[cli][golden]") {
+  TempDir dir("golden-jobs");
+  RepoCli repo(dir);
+  const std::string image = dir / "image.img", config = dir / "wanbackup.toml";
+  wanbackup::testing::WriteNoiseImage(image, 7, 2);
+  repo.Ok({"init", "--key-file", repo.key()});
+  std::ofstream(config) << "[repositories.main]\npath = \"" << repo.path() << "\"\nkey_file = \""
+                        << repo.key() << "\"\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << image << "\"\nschedule = \"daily\"\nkeep_last = 1\n"
+                        << "prune_interval = \"always\"\nverify_share = 1\n";
+  std::filesystem::permissions(
+      config, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+      std::filesystem::perm_options::replace);
+  // Summaries hold durations and rates; pid and host name the machine; the sealed forget
+  // record's size (and so what prune frees) varies with the time it holds.
+  const std::set<std::string> machine = {"summary",          "pid",          "host",
+                                         "next_run_unix_ms", "unused_after", "bytes_freed"};
+  const std::set<std::string> sizes = {"bytes_freed", "unused_after", "unused_bytes",
+                                       "total_bytes", "live_bytes",   "bytes_copied"};
+  repo.Ok({"run", "disk", "--config", config});
+  CheckGolden("json/run.json",
+              Shape(repo.Ok({"run", "disk", "--config", config, "--json"}), dir.path(), machine));
+  CheckGolden(
+      "json/jobs.json",
+      Shape(repo.Ok({"jobs", "--config", config, "--last", "1", "--json"}), dir.path(), machine));
+  repo.Ok({"snapshot", image, "--tag", "extra"});
+  CheckGolden("json/forget.json",
+              Shape(repo.Ok({"forget", "--keep-last", "1", "--json"}), dir.path()));
+  CheckGolden("json/prune.json", Shape(repo.Ok({"prune", "--json"}), dir.path(), sizes));
 }

@@ -130,3 +130,24 @@ TEST_CASE("pacing: a paced source reads everything, in the rate's time", "[pacin
   // 32 pieces of 256 KiB at 4 MiB/s: the last starts after 31 pieces' time.
   CHECK(Seconds(pacer->elapsed()) == Approx(31.0 * piece / (4 << 20)).epsilon(0.001));
 }
+
+TEST_CASE("pacing: a paced sink writes everything at the rate, all-zero writes unpaced",
+          "[pacing]") {
+  auto pacer = std::make_shared<VirtualPacer>(4u << 20);
+  auto memory = std::make_unique<wanbackup::testing::MemorySink>(false, false);
+  wanbackup::testing::MemorySink* inner = memory.get();
+  wanbackup::PacedSink sink(std::move(memory), pacer);
+  const size_t piece = 1 << 20;
+  std::vector<uint8_t> data(piece, 0x5a), zeros(piece, 0);
+  for (uint64_t i = 0; i < 8; ++i)
+    REQUIRE(sink.Write(i * piece, data.data(), piece).ok());
+  const auto after_data = pacer->elapsed();
+  // 8 MiB at 4 MiB/s: the eighth write starts after seven pieces' time.
+  CHECK(Seconds(after_data) == Approx(7.0 * piece / (4 << 20)).epsilon(0.001));
+  for (uint64_t i = 8; i < 16; ++i)
+    REQUIRE(sink.Write(i * piece, zeros.data(), piece).ok());
+  CHECK(pacer->elapsed() == after_data);  // zeros go as WRITE SAME: no budget
+  REQUIRE(sink.Finish(16 * piece).ok());
+  CHECK(inner->bytes_written == 16 * piece);
+  CHECK(inner->finished);
+}
