@@ -188,7 +188,8 @@ int64_t LastPruneMs(const std::vector<catalog::JobRun>& history) {
     const nlohmann::json steps = nlohmann::json::parse(run.steps, nullptr, false);
     if (!steps.is_array()) continue;
     for (const nlohmann::json& s : steps) {
-      if (s.value("step", "") == "prune" && s.value("status", "") == "ok") {
+      if (!s.is_object() || !s.contains("step") || !s.contains("status")) continue;
+      if (s["step"] == "prune" && s["status"] == "ok") {
         return run.finished_unix_ms;
       }
     }

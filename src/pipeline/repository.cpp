@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "pipeline/fs_util.h"
+#include "pipeline/internal/json_fields.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -149,22 +150,22 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
   RepositoryConfig c;
   try {
     const auto j = nlohmann::json::parse(text);
-    c.format = j.at("format").get<int>();
+    c.format = internal::IntField<int>(j, "format");
     if (c.format < 1 || c.format > kRepositoryFormat) {
       return Status::Unsupported(path + ": repository format " + std::to_string(c.format) +
                                  " is not supported by this wanbackup");
     }
     c.id = j.at("repository_id").get<std::string>();
     c.created = j.value("created", "");
-    c.chunk_size = j.at("chunk_size").get<uint32_t>();
-    c.zstd_level = j.at("compression").at("level").get<int>();
+    c.chunk_size = internal::IntField<uint32_t>(j, "chunk_size");
+    c.zstd_level = internal::IntField<int>(j.at("compression"), "level");
     const auto& enc = j.at("encryption");
     const std::string mode = enc.at("mode").get<std::string>();
     if (mode == "passphrase") {
       c.mode = EncryptionMode::kPassphrase;
       const auto& kdf = enc.at("kdf");
-      c.kdf.opslimit = kdf.at("opslimit").get<uint64_t>();
-      c.kdf.memlimit = kdf.at("memlimit").get<uint64_t>();
+      c.kdf.opslimit = internal::IntField<uint64_t>(kdf, "opslimit");
+      c.kdf.memlimit = internal::IntField<uint64_t>(kdf, "memlimit");
       if (!FromHex(kdf.at("salt").get<std::string>(), c.kdf.salt.data(), c.kdf.salt.size())) {
         return Status::Corruption(path + ": bad KDF salt");
       }
@@ -181,6 +182,8 @@ Result<RepositoryConfig> ParseConfig(const std::string& text, const std::string&
     if (c.mode != EncryptionMode::kNone) c.wrapped_key = enc.at("wrapped_key").get<std::string>();
     if (c.format >= 2) c.authentication = j.at("authentication").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(path + " is damaged: " + e.what());
+  } catch (const internal::JsonFieldError& e) {
     return Status::Corruption(path + " is damaged: " + e.what());
   }
   uint8_t id[16];

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/internal/json_fields.h"
+
 namespace wanbackup::pipeline {
 namespace {
 
@@ -92,28 +94,28 @@ Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
   catalog::SnapshotInfo& i = r.info;
   try {
     const auto j = nlohmann::json::parse(data, data + size);
-    const int version = j.at("version").get<int>();
+    const int version = internal::IntField<int>(j, "version");
     if (version != kSnapshotRecordVersion) {
       return Status::Unsupported("snapshot record version " + std::to_string(version) +
                                  " is unknown");
     }
     r.repository_id = j.at("repository_id").get<std::string>();
-    i.id = j.at("id").get<int64_t>();
+    i.id = internal::IntField<int64_t>(j, "id");
     i.source = j.at("source").get<std::string>();
     i.tag = j.at("tag").get<std::string>();
     i.hostname = j.at("hostname").get<std::string>();
-    i.size_bytes = j.at("size_bytes").get<uint64_t>();
-    i.block_size = j.at("block_size").get<uint32_t>();
-    i.chunk_size = j.at("chunk_size").get<uint32_t>();
-    i.started_unix_ms = j.at("started_unix_ms").get<int64_t>();
-    i.finished_unix_ms = j.at("finished_unix_ms").get<int64_t>();
-    i.bytes_read = j.at("bytes_read").get<uint64_t>();
-    i.bytes_new = j.at("bytes_new").get<uint64_t>();
-    i.bytes_stored = j.at("bytes_stored").get<uint64_t>();
-    i.chunks_total = j.at("chunks_total").get<uint64_t>();
-    i.chunks_new = j.at("chunks_new").get<uint64_t>();
-    i.chunks_zero = j.at("chunks_zero").get<uint64_t>();
-    if (j.at("segment_chunks").get<uint64_t>() != kSealedSegmentChunks) {
+    i.size_bytes = internal::IntField<uint64_t>(j, "size_bytes");
+    i.block_size = internal::IntField<uint32_t>(j, "block_size");
+    i.chunk_size = internal::IntField<uint32_t>(j, "chunk_size");
+    i.started_unix_ms = internal::IntField<int64_t>(j, "started_unix_ms");
+    i.finished_unix_ms = internal::IntField<int64_t>(j, "finished_unix_ms");
+    i.bytes_read = internal::IntField<uint64_t>(j, "bytes_read");
+    i.bytes_new = internal::IntField<uint64_t>(j, "bytes_new");
+    i.bytes_stored = internal::IntField<uint64_t>(j, "bytes_stored");
+    i.chunks_total = internal::IntField<uint64_t>(j, "chunks_total");
+    i.chunks_new = internal::IntField<uint64_t>(j, "chunks_new");
+    i.chunks_zero = internal::IntField<uint64_t>(j, "chunks_zero");
+    if (internal::IntField<uint64_t>(j, "segment_chunks") != kSealedSegmentChunks) {
       return Status::Unsupported("a snapshot record uses another map segment size");
     }
     const auto& segments = j.at("segments");
@@ -126,6 +128,8 @@ Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
       r.segments.push_back(d);
     }
   } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("a snapshot record is malformed: ") + e.what());
+  } catch (const internal::JsonFieldError& e) {
     return Status::Corruption(std::string("a snapshot record is malformed: ") + e.what());
   }
   constexpr uint64_t kMaxSourceSize = uint64_t{1} << 60;  // 1 EiB: no overflow below
@@ -157,20 +161,20 @@ Result<ForgetRecord> DecodeForgetRecord(const uint8_t* data, size_t size) {
   ForgetRecord r;
   try {
     const auto j = nlohmann::json::parse(data, data + size);
-    const int version = j.at("version").get<int>();
+    const int version = internal::IntField<int>(j, "version");
     if (version != kForgetRecordVersion) {
       return Status::Unsupported("forget record version " + std::to_string(version) +
                                  " is unknown");
     }
     r.repository_id = j.at("repository_id").get<std::string>();
-    r.forgotten_unix_ms = j.at("forgotten_unix_ms").get<int64_t>();
+    r.forgotten_unix_ms = internal::IntField<int64_t>(j, "forgotten_unix_ms");
     const auto& snapshots = j.at("snapshots");
     if (!snapshots.is_array() || snapshots.empty()) {
       return Status::Corruption("a forget record names no snapshot");
     }
     for (const auto& s : snapshots) {
       ForgottenSnapshot f;
-      f.id = s.at("id").get<int64_t>();
+      f.id = internal::IntField<int64_t>(s, "id");
       if (f.id <= 0 ||
           !FromHex(s.at("record").get<std::string>(), f.record.data(), f.record.size())) {
         return Status::Corruption("a forget record names a malformed snapshot");
@@ -178,6 +182,8 @@ Result<ForgetRecord> DecodeForgetRecord(const uint8_t* data, size_t size) {
       r.snapshots.push_back(f);
     }
   } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("a forget record is malformed: ") + e.what());
+  } catch (const internal::JsonFieldError& e) {
     return Status::Corruption(std::string("a forget record is malformed: ") + e.what());
   }
   return r;

@@ -220,3 +220,28 @@ TEST_CASE("repository: key change raises the KDF cost for the same passphrase, n
   c.passphrase = Secret("pw");
   CHECK(Repository::Open(t.path, c, OpenMode::kRead).ok());
 }
+
+TEST_CASE("repository: a config.json number that is a float, negative or too large is damage",
+          "[repository]") {
+  TempRepo t;
+  REQUIRE(Repository::Init(t.path, Quick("pw")).ok());
+  const std::vector<uint8_t> raw = ReadFile(t.path + "/config.json");
+  const std::string good(raw.begin(), raw.end());
+  REQUIRE(ParseRepositoryConfig(good, "config.json").ok());
+  const std::pair<std::string, std::string> edits[] = {
+      {"\"chunk_size\": 65536", "\"chunk_size\": 6.66667e33"},
+      {"\"chunk_size\": 65536", "\"chunk_size\": 65536.0"},
+      {"\"format\": ", "\"format\": -1e300, \"x\": "},
+      {"\"opslimit\": 1", "\"opslimit\": -1"},
+      {"\"memlimit\": 8388608", "\"memlimit\": 1.8e19"},
+  };
+  for (const auto& [from, to] : edits) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    CAPTURE(to);
+    const auto parsed = ParseRepositoryConfig(text, "config.json");
+    CHECK(parsed.status().code() == StatusCode::kCorruption);
+  }
+}

@@ -115,3 +115,40 @@ TEST_CASE("snapshot record: a snapshot is sealed and an unchanged map segment is
   CHECK(CheckSnapshotAgainstRecord(**repo, first->info, true).ok());
   CHECK(CheckSnapshotAgainstRecord(**repo, second->info, true).ok());
 }
+
+TEST_CASE("snapshot record: a number that is a float, negative or too large is corruption",
+          "[record]") {
+  const SnapshotRecord r = Sample();
+  const std::string good = EncodeSnapshotRecord(r);
+  // Each edit replaces one integer field's value; the fuzzer found the float cases (a float
+  // out of an integer's range was undefined behaviour inside the JSON library).
+  const std::pair<std::string, std::string> edits[] = {
+      {"\"version\":1", "\"version\":6.6e33"},
+      {"\"block_size\":512", "\"block_size\":512.5"},
+      {"\"block_size\":512", "\"block_size\":-512"},
+      {"\"block_size\":512", "\"block_size\":4294967808"},
+      {"\"id\":7", "\"id\":1.764e23"},
+      {"\"id\":7", "\"id\":true"},
+  };
+  for (const auto& [from, to] : edits) {
+    std::string bytes = good;
+    const size_t at = bytes.find(from);
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, from.size(), to);
+    CAPTURE(bytes.substr(0, 80), to);
+    CHECK(DecodeSnapshotRecord(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
+              .status()
+              .code() == StatusCode::kCorruption);
+  }
+  ForgetRecord f;
+  f.repository_id = r.repository_id;
+  f.forgotten_unix_ms = 1764000000000;
+  f.snapshots.push_back({7, DigestOf(9)});
+  std::string bytes = EncodeForgetRecord(f);
+  const size_t at = bytes.find("\"id\":7");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 6, "\"id\":7e300");
+  CHECK(DecodeForgetRecord(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
+            .status()
+            .code() == StatusCode::kCorruption);
+}
