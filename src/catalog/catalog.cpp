@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "catalog/internal/job_runs.h"
+#include "catalog/internal/replicas.h"
 #include "catalog/internal/sqlite.h"
 #include "catalog/map_codec.h"
 #include "common/failpoint.h"
@@ -84,6 +85,19 @@ CREATE TABLE job_runs (
   error       TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX job_runs_by_job ON job_runs (job, id);
+)sql",
+    // 3 -> 4: the replicas `wanbackup replicate` keeps (catalog/internal/replicas.h).
+    R"sql(
+CREATE TABLE replicas (
+  id                  INTEGER PRIMARY KEY,
+  identity            TEXT NOT NULL UNIQUE,
+  target              TEXT NOT NULL,
+  snapshot_id         INTEGER NOT NULL DEFAULT 0,
+  writing_snapshot_id INTEGER NOT NULL DEFAULT 0,
+  updated             INTEGER NOT NULL,
+  bytes_written       INTEGER NOT NULL DEFAULT 0,
+  chunks_written      INTEGER NOT NULL DEFAULT 0
+);
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
@@ -417,6 +431,15 @@ class SqliteCatalog final : public Catalog {
   Result<std::vector<JobRun>> JobRuns(const std::string& job, int limit) override {
     return internal::JobRuns(db_, job, limit);
   }
+
+  Result<std::optional<Replica>> FindReplica(const std::string& identity) override {
+    return internal::FindReplica(db_, identity);
+  }
+  Result<int64_t> PutReplica(const Replica& replica) override {
+    return internal::PutReplica(db_, replica);
+  }
+  Result<std::vector<Replica>> Replicas() override { return internal::Replicas(db_); }
+  Status DeleteReplica(int64_t id) override { return internal::DeleteReplica(db_, id); }
 
   Result<int> AbandonRunningSnapshots() override {
     WB_RETURN_IF_ERROR(

@@ -21,7 +21,7 @@ namespace wanbackup::catalog {
 
 using Digest = std::array<uint8_t, 32>;
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 // Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
@@ -85,6 +85,23 @@ struct JobRun {
   uint64_t bytes = 0;       // read from the source
   std::string steps;        // JSON: [{"step": "snapshot", "status": "ok", ...}, ...]
   std::string error;        // the failing step's message
+};
+
+// A target `wanbackup replicate` keeps as a copy of this repository's snapshots (an iSCSI LUN,
+// a block device or a file), and what it is known to hold. Not part of what the packs hold: after
+// a catalog rebuild every replica is unknown, and its next replicate reads it to compare.
+struct Replica {
+  int64_t id = 0;
+  std::string identity;  // what makes it the same device: IQN + LUN + VPD id, or device + inode
+  std::string target;    // as the user named it (an iSCSI URL without secrets, or a path)
+  // The snapshot it holds (0: unknown). While a run writes, the snapshot it was at when the run
+  // started stays here, so an interrupted run can be finished from the two maps.
+  int64_t snapshot_id = 0;
+  int64_t writing_snapshot_id = 0;  // the snapshot a run is writing (0: none; consistent)
+  int64_t updated_unix_ms = 0;
+  uint64_t bytes_written = 0;   // by the last finished run
+  uint64_t chunks_written = 0;  // by the last finished run
+  bool consistent() const { return writing_snapshot_id == 0 && snapshot_id != 0; }
 };
 
 struct CatalogStats {
@@ -181,6 +198,13 @@ class Catalog {
   virtual Status UpdateJobRun(const JobRun& run) = 0;
   // The newest `limit` runs of `job` (every job when empty), newest first.
   virtual Result<std::vector<JobRun>> JobRuns(const std::string& job, int limit) = 0;
+
+  // Replicas. PutReplica inserts (replica.id == 0) or rewrites the row and returns its id.
+  virtual Result<std::optional<Replica>> FindReplica(const std::string& identity) = 0;
+  virtual Result<int64_t> PutReplica(const Replica& replica) = 0;
+  virtual Result<std::vector<Replica>> Replicas() = 0;
+  // NotFound when there is no replica `id`.
+  virtual Status DeleteReplica(int64_t id) = 0;
 
   // Repository settings kept beside config.json (repository id, encryption, KDF floor), so a
   // config.json edited on its own is noticed. Empty when unset.

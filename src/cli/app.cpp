@@ -19,9 +19,10 @@ namespace {
 
 // Every verb, in the order --help lists them.
 constexpr RegisterFn kCommands[] = {
-    RegisterInit,   RegisterSnapshot, RegisterSnapshots, RegisterRestore, RegisterVerify,
-    RegisterForget, RegisterPrune,    RegisterRun,       RegisterJobs,    RegisterSchedule,
-    RegisterKey,    RegisterRepair,   RegisterMigrate,   RegisterProbe,   RegisterCopy,
+    RegisterInit,     RegisterSnapshot, RegisterSnapshots, RegisterRestore, RegisterReplicate,
+    RegisterReplicas, RegisterVerify,   RegisterForget,    RegisterPrune,   RegisterRun,
+    RegisterJobs,     RegisterSchedule, RegisterKey,       RegisterRepair,  RegisterMigrate,
+    RegisterProbe,    RegisterCopy,
 };
 
 extern "C" void OnTerminationSignal(int signo) {

@@ -128,8 +128,10 @@ Status RunCopy(const CopyCommandOptions& opts) {
   }
   const uint64_t total =
       copy.length == 0 ? size - copy.offset : std::min(copy.length, size - copy.offset);
-  WB_ASSIGN_OR_RETURN(OpenedSink out,
-                      OpenSink(opts.destination, total, opts.force, opts.target, opts.tuning));
+  WB_ASSIGN_OR_RETURN(
+      OpenedSink out,
+      OpenSink(opts.destination, total, opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
+               opts.target, opts.tuning));
   BlockSink* sink = out.sink.get();
   if (opened.remote)
     PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);

@@ -74,7 +74,9 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(opts.tuning));  // before any login
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
-                      OpenSink(opts.to, snap.size_bytes, opts.force, opts.target, opts.tuning));
+                      OpenSink(opts.to, snap.size_bytes,
+                               opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
+                               opts.target, opts.tuning));
   if (rate > 0) {
     opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
     opened.sink =

@@ -25,6 +25,8 @@ void RegisterMigrate(CLI::App& app, Runner* runner);
 void RegisterProbe(CLI::App& app, Runner* runner);
 void RegisterPrune(CLI::App& app, Runner* runner);
 void RegisterRepair(CLI::App& app, Runner* runner);
+void RegisterReplicas(CLI::App& app, Runner* runner);
+void RegisterReplicate(CLI::App& app, Runner* runner);
 void RegisterRestore(CLI::App& app, Runner* runner);
 void RegisterRun(CLI::App& app, Runner* runner);
 void RegisterSchedule(CLI::App& app, Runner* runner);

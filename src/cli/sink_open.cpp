@@ -5,12 +5,13 @@
 
 namespace wanbackup::cli {
 
-Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, bool overwrite,
+Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, ExistingFile existing,
                             const TargetFlags& target, const TuningFlags& tuning) {
   OpenedSink opened;
   if (!initiator::LooksLikeIscsiUrl(spec)) {
     pipeline::FileSinkOptions options;
-    options.overwrite = overwrite;
+    options.overwrite = existing == ExistingFile::kReplace;
+    options.in_place = existing == ExistingFile::kInPlace;
     options.expected_size = image_size;
     WB_ASSIGN_OR_RETURN(opened.sink, pipeline::FileSink::Open(spec, options));
     return opened;

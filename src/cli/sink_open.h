@@ -18,9 +18,15 @@ struct OpenedSink {
   std::string tuning_explanation;       // iSCSI only: what autotune chose and why
 };
 
-// `image_size`: the bytes to be written (a LUN must hold them, in whole blocks); `overwrite`:
-// an existing regular file may be replaced (a LUN is always overwritten).
-Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, bool overwrite,
+// What becomes of an existing regular file (a LUN or device is always written where it is).
+enum class ExistingFile {
+  kRefuse,   // AlreadyExists, naming --force
+  kReplace,  // replaced whole through a temporary file (restore --force)
+  kInPlace,  // written where it is, the rest kept (replicate)
+};
+
+// `image_size`: the bytes to be written (a LUN must hold them, in whole blocks).
+Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, ExistingFile existing,
                             const TargetFlags& target, const TuningFlags& tuning);
 
 }  // namespace wanbackup::cli

@@ -64,7 +64,13 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
     sink->sequential_ = true;
     return sink;
   }
-  if (exists && !options.overwrite) {
+  if (exists && S_ISREG(st.st_mode) && options.in_place) {
+    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot open " + path);
+    sink->regular_ = true;
+    return sink;
+  }
+  if (exists && !options.overwrite && !options.in_place) {
     return Status::AlreadyExists(path + " exists; use --force to overwrite it");
   }
   sink->regular_ = true;

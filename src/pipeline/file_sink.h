@@ -21,7 +21,10 @@
 namespace wanbackup::pipeline {
 
 struct FileSinkOptions {
-  bool overwrite = false;      // allow replacing an existing regular file
+  bool overwrite = false;  // allow replacing an existing regular file
+  // Write an existing regular file where it is, keeping what is not written (replicate); it is
+  // created when missing. Finish() still sets the size and fsyncs.
+  bool in_place = false;
   uint64_t expected_size = 0;  // refuse a block device smaller than this
 };
 

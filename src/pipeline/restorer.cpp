@@ -61,11 +61,14 @@ Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecor
 }
 
 // Reads one map segment's chunks back from `source` (several at once, in `free_buffers`) and
-// checks each against its digest, or that it is zeros.
-Status CheckSegmentRestored(Repository& repo, const catalog::SnapshotInfo& snap,
-                            BlockSource& source, std::vector<uint8_t*>* free_buffers,
-                            uint64_t first, const std::vector<int64_t>& ids) {
+// compares each with its digest, or with zeros: (*differs)[k] is set for chunk first + k when
+// it differs. A read that fails fails the comparison.
+Status CompareSegmentBuffered(Repository& repo, const catalog::SnapshotInfo& snap,
+                              BlockSource& source, std::vector<uint8_t*>* free_buffers,
+                              uint64_t first, const std::vector<int64_t>& ids,
+                              std::vector<bool>* differs) {
   WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
+  differs->assign(ids.size(), false);
   std::unordered_map<int64_t, Digest> digests;
   for (int64_t id : ids) {
     if (id != 0 && !digests.count(id)) {
@@ -93,17 +96,32 @@ Status CheckSegmentRestored(Repository& repo, const catalog::SnapshotInfo& snap,
     }
     const uint64_t k = done.request.tag;
     const int64_t id = ids[k];
-    const bool good =
+    const bool same =
         id == 0 ? IsAllZero(done.request.buffer, done.request.length)
                 : repo.keys().DigestOf(done.request.buffer, done.request.length) == digests.at(id);
-    if (!good && error.ok()) {
-      error = Status::Corruption("verifying " + source.geometry().name + ": " +
-                                 Range(snap, first + k, done.request.length) +
-                                 " differs from the snapshot");
-    }
+    (*differs)[k] = !same;
   }
   return error;
 }
+
+// Read-back buffers for CompareSegmentBuffered: as many chunks in flight as the source wants
+// (a LUN across a WAN), within bounds.
+class ReadBackBuffers {
+ public:
+  ReadBackBuffers(const BlockSource& source, uint32_t chunk_size) {
+    const size_t wanted =
+        source.preferred_in_flight() * source.preferred_request_size() / chunk_size;
+    const size_t count = std::clamp<size_t>(wanted, kReadBackBuffers, kMaxReadBackBuffers);
+    buffers_.assign(count, std::vector<uint8_t>(chunk_size));
+    for (auto& b : buffers_)
+      free_.push_back(b.data());
+  }
+  std::vector<uint8_t*>* free() { return &free_; }
+
+ private:
+  std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<uint8_t*> free_;
+};
 
 // Writes a snapshot's chunks to the sink, one map segment at a time, on `workers` threads
 // (the calling one among them) that take the next chunk of the segment from a shared counter.
@@ -117,7 +135,8 @@ class SegmentWriter {
         holes_(sink.zeros_are_free()),
         zeros_(holes_ ? 0 : snap.chunk_size, 0) {}
 
-  Status Write(uint64_t first, const std::vector<int64_t>& ids) {
+  // Writes the chunks of the segment whose `selected` entry is set (all when it is null).
+  Status Write(uint64_t first, const std::vector<int64_t>& ids, const std::vector<bool>* selected) {
     WB_RETURN_IF_ERROR(CheckSegment(snap_, first, ids.size()));
     // Resolve where each chunk lives (the catalog belongs to this thread).
     std::unordered_map<int64_t, catalog::ChunkRecord> where;
@@ -126,7 +145,10 @@ class SegmentWriter {
         WB_ASSIGN_OR_RETURN(where[id], repo_.catalog().GetChunk(id));
       }
     }
-    Segment segment(first, ids, where);
+    if (selected != nullptr && selected->size() != ids.size()) {
+      return Status::Internal("restore: a chunk selection of the wrong length");
+    }
+    Segment segment(first, ids, where, selected);
     std::vector<std::thread> threads;
     for (int i = 1; i < workers_; ++i)
       threads.emplace_back([this, &segment] { Work(segment); });
@@ -138,15 +160,18 @@ class SegmentWriter {
 
   uint64_t bytes_done() const { return bytes_done_.load(); }
   uint64_t zero_bytes() const { return zero_bytes_.load(); }
+  uint64_t bytes_written() const { return bytes_written_.load(); }
+  uint64_t chunks_written() const { return chunks_written_.load(); }
 
  private:
   struct Segment {
     Segment(uint64_t f, const std::vector<int64_t>& i,
-            const std::unordered_map<int64_t, catalog::ChunkRecord>& w)
-        : first(f), ids(i), where(w) {}
+            const std::unordered_map<int64_t, catalog::ChunkRecord>& w, const std::vector<bool>* s)
+        : first(f), ids(i), where(w), selected(s) {}
     uint64_t first;
     const std::vector<int64_t>& ids;
     const std::unordered_map<int64_t, catalog::ChunkRecord>& where;
+    const std::vector<bool>* selected;  // null: every chunk
     std::atomic<size_t> next{0};
     std::mutex error_mu;
     Status error;  // GUARDED_BY(error_mu): the first failure; the workers stop at it
@@ -176,9 +201,17 @@ class SegmentWriter {
     const uint64_t index = segment.first + k;
     const uint64_t offset = index * snap_.chunk_size;
     const uint64_t length = std::min<uint64_t>(snap_.chunk_size, snap_.size_bytes - offset);
+    if (segment.selected != nullptr && !(*segment.selected)[k]) {
+      bytes_done_ += length;  // the destination already holds it
+      return Status::Ok();
+    }
     if (segment.ids[k] == 0) {
       zero_bytes_ += length;
-      if (!holes_) WB_RETURN_IF_ERROR(sink_.Write(offset, zeros_.data(), length));
+      if (!holes_) {
+        WB_RETURN_IF_ERROR(sink_.Write(offset, zeros_.data(), length));
+        bytes_written_ += length;
+        ++chunks_written_;
+      }
       bytes_done_ += length;
       return Status::Ok();
     }
@@ -191,6 +224,8 @@ class SegmentWriter {
     }
     WB_RETURN_IF_ERROR(s);
     bytes_done_ += length;
+    bytes_written_ += length;
+    ++chunks_written_;
     return Status::Ok();
   }
 
@@ -200,13 +235,19 @@ class SegmentWriter {
   const int workers_;
   const bool holes_;                  // the sink reads unwritten ranges as zeros
   const std::vector<uint8_t> zeros_;  // a chunk of zeros to write when it does not
-  std::atomic<uint64_t> bytes_done_{0}, zero_bytes_{0};
+  std::atomic<uint64_t> bytes_done_{0}, zero_bytes_{0}, bytes_written_{0}, chunks_written_{0};
 };
 
 }  // namespace
 
 Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snap,
                                       BlockSink& sink, const RestoreOptions& options) {
+  return RestoreSelected(repo, snap, sink, options, nullptr);
+}
+
+Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotInfo& snap,
+                                      BlockSink& sink, const RestoreOptions& options,
+                                      const ChunkSelector& select) {
   if (snap.status != catalog::SnapshotStatus::kComplete) {
     return Status::InvalidArgument("snapshot " + std::to_string(snap.id) + " is not complete");
   }
@@ -226,7 +267,9 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
   WB_RETURN_IF_ERROR(repo.LoadPacks());
   WB_RETURN_IF_ERROR(repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-        Status written = writer.Write(first, ids);
+        std::vector<bool> selected;
+        Status written = select ? select(first, ids, &selected) : Status::Ok();
+        if (written.ok()) written = writer.Write(first, ids, select ? &selected : nullptr);
         if (options.on_progress && Clock::now() - last_report >= options.progress_interval) {
           last_report = Clock::now();
           options.on_progress({writer.bytes_done(), snap.size_bytes, last_report - start});
@@ -236,6 +279,8 @@ Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotI
   WB_RETURN_IF_ERROR(sink.Finish(snap.size_bytes));
   result.bytes = snap.size_bytes;
   result.zero_bytes = writer.zero_bytes();
+  result.bytes_written = writer.bytes_written();
+  result.chunks_written = writer.chunks_written();
   result.elapsed = Clock::now() - start;
   if (options.on_progress) options.on_progress({result.bytes, snap.size_bytes, result.elapsed});
   return result;
@@ -252,18 +297,30 @@ Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, BlockS
   if (source.geometry().size_bytes < snap.size_bytes) {
     return Status::Corruption(source.geometry().name + " is shorter than the snapshot");
   }
-  // As many chunks in flight as the source wants (a LUN across a WAN), within bounds.
-  const size_t wanted =
-      source.preferred_in_flight() * source.preferred_request_size() / snap.chunk_size;
-  const size_t count = std::clamp<size_t>(wanted, kReadBackBuffers, kMaxReadBackBuffers);
-  std::vector<std::vector<uint8_t>> buffers(count, std::vector<uint8_t>(snap.chunk_size));
-  std::vector<uint8_t*> free_buffers;
-  for (auto& b : buffers)
-    free_buffers.push_back(b.data());
+  ReadBackBuffers buffers(source, snap.chunk_size);
   return repo.catalog().ForEachMapSegment(
       snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-        return CheckSegmentRestored(repo, snap, source, &free_buffers, first, ids);
+        std::vector<bool> differs;
+        WB_RETURN_IF_ERROR(
+            CompareSegmentBuffered(repo, snap, source, buffers.free(), first, ids, &differs));
+        const auto bad = std::find(differs.begin(), differs.end(), true);
+        if (bad == differs.end()) return Status::Ok();
+        const uint64_t index = first + static_cast<uint64_t>(bad - differs.begin());
+        const uint64_t length =
+            std::min<uint64_t>(snap.chunk_size, snap.size_bytes - index * snap.chunk_size);
+        return Status::Corruption("verifying " + source.geometry().name + ": " +
+                                  Range(snap, index, length) + " differs from the snapshot");
       });
+}
+
+Status CompareSegment(Repository& repo, const catalog::SnapshotInfo& snap, BlockSource& source,
+                      uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* differs) {
+  WB_RETURN_IF_ERROR(CheckGeometry(snap));
+  if (source.geometry().size_bytes < snap.size_bytes) {
+    return Status::InvalidArgument(source.geometry().name + " is smaller than the snapshot");
+  }
+  ReadBackBuffers buffers(source, snap.chunk_size);
+  return CompareSegmentBuffered(repo, snap, source, buffers.free(), first, ids, differs);
 }
 
 }  // namespace wanbackup::pipeline

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "catalog/catalog.h"
 #include "common/block_io.h"
@@ -37,7 +38,9 @@ struct RestoreOptions {
 
 struct RestoreResult {
   uint64_t bytes = 0;
-  uint64_t zero_bytes = 0;  // all-zero chunks (holes or written zeros)
+  uint64_t zero_bytes = 0;      // all-zero chunks (holes or written zeros)
+  uint64_t bytes_written = 0;   // handed to the sink (holes and unselected chunks are not)
+  uint64_t chunks_written = 0;  // the same, in chunks
   std::chrono::nanoseconds elapsed{0};
 };
 
@@ -45,6 +48,23 @@ struct RestoreResult {
 // and finishes it (fsync, final size).
 Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snapshot,
                                       BlockSink& sink, const RestoreOptions& options);
+
+// Which chunks of a map segment to write: called on the calling thread for each segment in
+// order, it sizes `write` like `ids` and sets write[k] for each chunk first + k to be written.
+using ChunkSelector = std::function<Status(uint64_t first, const std::vector<int64_t>& ids,
+                                           std::vector<bool>* write)>;
+
+// RestoreSnapshot that writes only the chunks `select` picks (every chunk when it is empty), then
+// finishes the sink. For replicate, which knows what the destination already holds.
+Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotInfo& snapshot,
+                                      BlockSink& sink, const RestoreOptions& options,
+                                      const ChunkSelector& select);
+
+// Reads chunks first .. first + ids.size() - 1 of `snapshot` back from `source` and sets
+// differs[k] for each that differs from the snapshot (digest, or zeros where it has zeros). A
+// read that fails is an error, not a difference.
+Status CompareSegment(Repository& repo, const catalog::SnapshotInfo& snapshot, BlockSource& source,
+                      uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* differs);
 
 // Reads `path` back and checks each chunk against the snapshot (digest; zeros where the
 // snapshot has zeros). Corruption names the first range that differs.

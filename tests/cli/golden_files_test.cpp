@@ -51,7 +51,7 @@ TEST_CASE("golden: every command's --help is exactly its golden text", "[cli][go
       {},          {"init"},  {"snapshot"},      {"snapshots"}, {"restore"},
       {"verify"},  {"key"},   {"key", "change"}, {"repair"},    {"repair", "catalog"},
       {"migrate"}, {"probe"}, {"copy"},          {"forget"},    {"prune"},
-      {"run"},     {"jobs"},  {"schedule"}};
+      {"run"},     {"jobs"},  {"schedule"},      {"replicate"}, {"replicas"}};
   for (const auto& command : commands) {
     std::string name = "wanbackup";
     for (const std::string& word : command)
@@ -78,6 +78,11 @@ TEST_CASE("golden: every local command's --json output has its golden shape", "[
   CheckGolden("json/restore.json",
               Shape(repo.Ok({"restore", "1", "--to", dir / "restored.img", "--json"}), dir.path()));
   CheckGolden("json/verify.json", Shape(repo.Ok({"verify", "--json"}), dir.path()));
+  CheckGolden(
+      "json/replicate.json",
+      Shape(repo.Ok({"replicate", "1", "--to", dir / "standby.img", "--json"}), dir.path()));
+  CheckGolden("json/replicas.json", Shape(repo.Ok({"replicas", "--json"}), dir.path(),
+                                          {"identity", "updated_unix_ms"}));  // device, inode
   CheckGolden("json/repair-catalog.json",
               Shape(repo.Ok({"repair", "catalog", "--json"}), dir.path()));
   // A damaged chunk: verify's report names the range (and exits 3).

@@ -254,7 +254,7 @@ TEST_CASE("trust: a format-1 repository is refused naming migrate, and migrate s
       "started, finished, status, bytes_read, bytes_new, bytes_stored, chunks_total, "
       "chunks_new, chunks_zero FROM snapshots;"
       "DROP TABLE snapshots; ALTER TABLE s1 RENAME TO snapshots; DROP TABLE settings;"
-      "DROP TABLE job_runs; PRAGMA user_version = 1;");
+      "DROP TABLE job_runs; DROP TABLE replicas; PRAGMA user_version = 1;");
 
   RunResult refused = repo.Wb({"snapshots"});
   CHECK(refused.exit_code != 0);

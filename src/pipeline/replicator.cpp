@@ -1,0 +1,190 @@
+#include "pipeline/replicator.h"
+
+#include "common/failpoint.h"
+#include "pipeline/snapshot_check.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Snap(int64_t id) {
+  return "snapshot " + std::to_string(id);
+}
+
+// The snapshot `id`, if it is still there, complete and shaped like `target` (same size and
+// chunk size, so that chunk maps can be compared index by index); else why not.
+Result<std::string> Comparable(Repository& repo, int64_t id, const catalog::SnapshotInfo& target) {
+  Result<catalog::SnapshotInfo> s = repo.catalog().GetSnapshot(id);
+  if (!s.ok() && s.status().code() == StatusCode::kNotFound) return Snap(id) + " was forgotten";
+  WB_RETURN_IF_ERROR(s.status());
+  if (s->status != catalog::SnapshotStatus::kComplete) return Snap(id) + " is not complete";
+  if (s->size_bytes != target.size_bytes || s->chunk_size != target.chunk_size) {
+    return Snap(id) + " has another size or chunk size than " + Snap(target.id);
+  }
+  return std::string();
+}
+
+// Every chunk id of snapshot `id` by index (0: an all-zero chunk).
+Result<std::vector<int64_t>> LoadMap(Repository& repo, int64_t id, uint64_t chunks) {
+  std::vector<int64_t> map(chunks, 0);
+  WB_RETURN_IF_ERROR(repo.catalog().ForEachMapSegment(
+      id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+        if (first > chunks || ids.size() > chunks - first) {
+          return Status::Corruption(Snap(id) + ": a chunk map segment reaches past its size");
+        }
+        std::copy(ids.begin(), ids.end(), map.begin() + static_cast<ptrdiff_t>(first));
+        return Status::Ok();
+      }));
+  return map;
+}
+
+Status Save(Repository& repo, catalog::Replica* replica) {
+  replica->updated_unix_ms = NowUnixMs();
+  WB_ASSIGN_OR_RETURN(auto tx, repo.catalog().Begin());
+  WB_ASSIGN_OR_RETURN(replica->id, repo.catalog().PutReplica(*replica));
+  return tx->Commit();
+}
+
+// The sink, with the crash tests' failpoint after every write (common/failpoint.h).
+class FailpointSink final : public BlockSink {
+ public:
+  explicit FailpointSink(BlockSink& inner) : inner_(inner) {}
+  const std::string& name() const override { return inner_.name(); }
+  bool sequential_only() const override { return inner_.sequential_only(); }
+  bool zeros_are_free() const override { return inner_.zeros_are_free(); }
+  Status Write(uint64_t offset, const uint8_t* data, size_t length) override {
+    Status s = inner_.Write(offset, data, length);
+    WB_FAILPOINT("replicate.after-write");
+    return s;
+  }
+  Status Finish(uint64_t total_size) override {
+    WB_FAILPOINT("replicate.before-finish");
+    Status s = inner_.Finish(total_size);
+    WB_FAILPOINT("replicate.after-finish");
+    return s;
+  }
+
+ private:
+  BlockSink& inner_;
+};
+
+ReplicatePlan Check(std::string reason) {
+  return ReplicatePlan{ReplicateMode::kCheck, 0, std::move(reason)};
+}
+
+}  // namespace
+
+const char* ReplicateModeName(ReplicateMode mode) {
+  switch (mode) {
+    case ReplicateMode::kDiff:
+      return "diff";
+    case ReplicateMode::kCheck:
+      return "check";
+    case ReplicateMode::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInfo& snap,
+                                    const catalog::Replica& replica,
+                                    const ReplicateOptions& options) {
+  if (options.target_new) return ReplicatePlan{ReplicateMode::kFull, 0, "a new file"};
+  if (options.check) return Check("--check: reading the replica to compare");
+  if (replica.id == 0) return Check("no record of this replica: reading it to compare");
+  if (replica.snapshot_id == 0) {
+    return Check("what it holds is unknown (a run that compared it was interrupted): reading it");
+  }
+  WB_ASSIGN_OR_RETURN(std::string why_not, Comparable(repo, replica.snapshot_id, snap));
+  if (!why_not.empty()) return Check("it held " + why_not + ": reading it to compare");
+  std::string reason = "holds " + Snap(replica.snapshot_id);
+  if (replica.writing_snapshot_id != 0) {
+    WB_ASSIGN_OR_RETURN(why_not, Comparable(repo, replica.writing_snapshot_id, snap));
+    if (!why_not.empty()) {
+      return Check("an interrupted run was writing " + why_not + ": reading it to compare");
+    }
+    reason += ", partly " + Snap(replica.writing_snapshot_id) + " (an interrupted run)";
+  }
+  return ReplicatePlan{ReplicateMode::kDiff, replica.snapshot_id, reason};
+}
+
+Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo& snap,
+                                  catalog::Replica* replica, BlockSink& sink,
+                                  const ReplicateOptions& options) {
+  const auto start = Clock::now();
+  ReplicateResult result;
+  WB_ASSIGN_OR_RETURN(result.plan, PlanReplicate(repo, snap, *replica, options));
+  if (!options.restore.record_checked) {
+    WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, snap, true));
+  }
+  const uint64_t chunks = snap.chunk_count();
+  std::vector<int64_t> base, interrupted;
+  std::unique_ptr<BlockSource> readback;
+  const ReplicateMode mode = result.plan.mode;
+  const int64_t was_writing = replica->writing_snapshot_id;
+  if (mode == ReplicateMode::kDiff) {
+    WB_ASSIGN_OR_RETURN(base, LoadMap(repo, result.plan.base_snapshot, chunks));
+    if (was_writing != 0 && was_writing != snap.id) {
+      WB_ASSIGN_OR_RETURN(interrupted, LoadMap(repo, was_writing, chunks));
+    }
+  } else if (mode == ReplicateMode::kCheck) {
+    if (!options.open_readback) return Status::Internal("replicate: no way to read the replica");
+    WB_ASSIGN_OR_RETURN(readback, options.open_readback());
+  }
+
+  // Inconsistent from here until the sink is finished. The record keeps the snapshot the
+  // replica held only while a diff from it stays exact: not when it is being compared, nor when
+  // a second interrupted target would have to be remembered.
+  catalog::Replica r = *replica;
+  r.writing_snapshot_id = snap.id;
+  r.snapshot_id =
+      mode == ReplicateMode::kDiff && interrupted.empty() ? result.plan.base_snapshot : 0;
+  WB_RETURN_IF_ERROR(Save(repo, &r));
+  replica->id = r.id;
+
+  ChunkSelector select;
+  if (mode == ReplicateMode::kDiff) {
+    select = [&](uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* write) {
+      write->assign(ids.size(), false);
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const uint64_t i = first + k;
+        (*write)[k] = base[i] != ids[k] || (!interrupted.empty() && interrupted[i] != ids[k]);
+      }
+      return Status::Ok();
+    };
+  } else if (mode == ReplicateMode::kCheck) {
+    select = [&](uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* write) {
+      WB_RETURN_IF_ERROR(CompareSegment(repo, snap, *readback, first, ids, write));
+      const uint64_t begin = first * snap.chunk_size;
+      result.bytes_read +=
+          std::min<uint64_t>(snap.size_bytes, begin + ids.size() * snap.chunk_size) - begin;
+      return Status::Ok();
+    };
+  }
+  RestoreOptions restore = options.restore;
+  restore.record_checked = true;
+  FailpointSink sink_with_failpoints(sink);
+  WB_ASSIGN_OR_RETURN(RestoreResult written,
+                      RestoreSelected(repo, snap, sink_with_failpoints, restore, select));
+
+  r.snapshot_id = snap.id;
+  r.writing_snapshot_id = 0;
+  r.bytes_written = written.bytes_written;
+  r.chunks_written = written.chunks_written;
+  WB_RETURN_IF_ERROR(Save(repo, &r));
+  *replica = r;
+  result.chunks_total = chunks;
+  result.chunks_written = written.chunks_written;
+  result.bytes_written = written.bytes_written;
+  result.elapsed = Clock::now() - start;
+  return result;
+}
+
+}  // namespace wanbackup::pipeline

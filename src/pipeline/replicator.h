@@ -1,0 +1,71 @@
+// Replicate: bring a replica (an iSCSI LUN, block device or file) to exactly one snapshot,
+// writing only the chunks that differ from what it holds. docs/operations.md ("Standby copies:
+// replicate") has the user's view; the rules:
+//
+// - What the replica holds comes from its catalog record (catalog::Replica). When that names a
+//   snapshot still in the repository, the two chunk maps are diffed and only the chunks that
+//   differ are written: nothing is read from the replica.
+// - Before the first write the record is marked inconsistent (writing_snapshot_id), in its own
+//   committed transaction; it is marked consistent at the new snapshot only after the sink's
+//   Finish (SYNCHRONIZE CACHE / fsync). A run that was interrupted is finished by the next one:
+//   it writes every chunk where either the old or the interrupted target snapshot differs from
+//   the new one.
+// - With `check`, or when the record is missing or names a snapshot no longer there, the
+//   replica is read back and every chunk compared with the snapshot's digest; only the chunks
+//   that differ are written. A replica changed behind wanbackup's back is repaired, not trusted.
+// - A target the caller just created (a new file) is written whole, zeros as holes.
+//
+// Threading: as RestoreSnapshot; the catalog is used on the calling thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "common/block_io.h"
+#include "common/result.h"
+#include "pipeline/repository.h"
+#include "pipeline/restorer.h"
+
+namespace wanbackup::pipeline {
+
+enum class ReplicateMode { kDiff, kCheck, kFull };
+const char* ReplicateModeName(ReplicateMode mode);  // "diff", "check", "full"
+
+struct ReplicateOptions {
+  bool check = false;       // read the replica and compare, whatever the record says
+  bool target_new = false;  // the caller created the target: write everything
+  // Opens the replica for reading (check mode only; never called otherwise).
+  std::function<Result<std::unique_ptr<BlockSource>>()> open_readback;
+  RestoreOptions restore;  // workers, progress; record_checked as for RestoreSnapshot
+};
+
+struct ReplicatePlan {
+  ReplicateMode mode = ReplicateMode::kCheck;
+  int64_t base_snapshot = 0;  // diff: the snapshot the replica holds
+  std::string reason;         // why this mode, for the log ("holds snapshot 4", ...)
+};
+
+struct ReplicateResult {
+  ReplicatePlan plan;
+  uint64_t chunks_total = 0;
+  uint64_t chunks_written = 0;
+  uint64_t bytes_written = 0;  // handed to the sink (zero chunks included, holes not)
+  uint64_t bytes_read = 0;     // read back from the replica (check mode)
+  std::chrono::nanoseconds elapsed{0};
+};
+
+// Decides how `replica` is brought to `snapshot` (see above); reads only the catalog.
+Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInfo& snapshot,
+                                    const catalog::Replica& replica,
+                                    const ReplicateOptions& options);
+
+// Brings the replica behind `sink` to `snapshot` and records it in the catalog (`replica` is
+// updated: id, state, counters). REQUIRES: the repository was opened for writing.
+Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo& snapshot,
+                                  catalog::Replica* replica, BlockSink& sink,
+                                  const ReplicateOptions& options);
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,195 @@
+// replicate and replicas on local files (docs/operations.md, "Standby copies: replicate"): the
+// real binary, a repository with 64 KiB chunks, and replicas that are plain files. The same
+// rules against a real LUN through the WAN: tests/integration/write_test.cpp.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/repo_cli.h"
+
+using wanbackup::testing::Json;
+using wanbackup::testing::RepoCli;
+using wanbackup::testing::RunResult;
+using wanbackup::testing::SameFile;
+using wanbackup::testing::TempDir;
+using wanbackup::testing::TreeContents;
+
+namespace {
+
+constexpr uint64_t kChunk = 64 << 10;
+constexpr size_t kChunks = 200;  // 12.5 MiB images
+
+// Noise, with chunks 10..19 all zeros; `changed` chunks from chunk 40 on get other noise, from
+// `seed`. Each chunk's noise depends only on its index (and seed), so the rest stays the same.
+void WriteImage(const std::string& path, size_t changed = 0, uint64_t seed = 0) {
+  std::string data(kChunks * kChunk, '\0');
+  for (size_t c = 0; c < kChunks; ++c) {
+    if (c >= 10 && c < 20) continue;
+    uint64_t x = (c + 1) * 0x9e3779b97f4a7c15ull + (c >= 40 && c < 40 + changed ? seed : 0);
+    for (size_t i = c * kChunk; i < (c + 1) * kChunk; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      data[i] = static_cast<char>(x >> 24);
+    }
+  }
+  std::ofstream(path, std::ios::binary)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+// Overwrites `chunks` whole chunks from `first` with 0x5a bytes: a change behind wanbackup's back.
+void Tamper(const std::string& path, size_t first, size_t chunks) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(first * kChunk));
+  const std::string bytes(chunks * kChunk, '\x5a');
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+struct Setup {
+  TempDir dir{"replicate"};
+  RepoCli repo{dir};
+  std::string image = dir / "disk.img", replica = dir / "standby.img";
+  Setup() {
+    repo.Ok({"init", "--chunk-size", "64K", "--key-file", repo.key(), "--json"});
+    WriteImage(image);
+    repo.Ok({"snapshot", image, "--json"});
+  }
+  nlohmann::json Replicate(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = {"replicate", "latest", "--to", replica, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Json(repo.Wb(args));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("replicate: a new file is written whole, then only the chunks that changed",
+          "[replicate]") {
+  Setup s;
+  auto first = s.Replicate();
+  CHECK(first["mode"] == "full");
+  CHECK(first["chunks_written"] == kChunks - 10);  // the zero chunks stay holes
+  CHECK(SameFile(s.replica, s.image));
+
+  WriteImage(s.image, 2, 99);  // 2 of 200 chunks: 1 %
+  s.repo.Ok({"snapshot", s.image, "--json"});
+  auto second = s.Replicate();
+  CHECK(second["mode"] == "diff");
+  CHECK(second["base_snapshot"] == 1);
+  CHECK(second["chunks_written"] == 2);
+  CHECK(second["bytes_written"] == 2 * kChunk);
+  CHECK(second["bytes_read"] == 0);  // nothing read from the replica
+  CHECK(SameFile(s.replica, s.image));
+
+  auto again = s.Replicate();  // already there
+  CHECK(again["chunks_written"] == 0);
+}
+
+TEST_CASE("replicate: --check reads the replica and repairs what changed behind its back",
+          "[replicate]") {
+  Setup s;
+  s.Replicate();
+  Tamper(s.replica, 50, 3);
+  Tamper(s.replica, 12, 1);  // a zero chunk made non-zero
+  auto trusted = s.Replicate();
+  CHECK(trusted["chunks_written"] == 0);  // the record says it is there
+  CHECK_FALSE(SameFile(s.replica, s.image));
+  auto checked = s.Replicate({"--check"});
+  CHECK(checked["mode"] == "check");
+  CHECK(checked["chunks_written"] == 4);
+  CHECK(checked["bytes_read"] == kChunks * kChunk);
+  CHECK(SameFile(s.replica, s.image));
+}
+
+TEST_CASE("replicate: an existing file with no record is compared, not trusted", "[replicate]") {
+  Setup s;
+  WriteImage(s.replica, 5, 3);  // a stale copy made some other way
+  auto r = s.Replicate();
+  CHECK(r["mode"] == "check");
+  CHECK(r["chunks_written"] == 5);
+  CHECK(SameFile(s.replica, s.image));
+  auto list = Json(s.repo.Wb({"replicas", "--json"}));
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["state"] == "consistent");
+  CHECK(list[0]["snapshot"] == 1);
+  CHECK(list[0]["target"] == s.replica);
+}
+
+TEST_CASE("replicate: a run killed mid-write is recorded inconsistent and the next run finishes it",
+          "[replicate]") {
+  for (const char* point :
+       {"replicate.after-write:3", "replicate.before-finish", "replicate.after-finish"}) {
+    INFO("killed at " << point);
+    Setup s;
+    s.Replicate();
+    WriteImage(s.image, 30, 5);
+    s.repo.Ok({"snapshot", s.image, "--json"});
+    const RunResult killed =
+        s.repo.Wb({"replicate", "latest", "--to", s.replica}, "", {{"WANBACKUP_FAILPOINT", point}});
+    CHECK(killed.exit_code == -1);  // died by the signal
+    auto list = Json(s.repo.Wb({"replicas", "--json"}));
+    REQUIRE(list.size() == 1);
+    CHECK(list[0]["state"] == "inconsistent");
+    CHECK(list[0]["writing_snapshot"] == 2);
+    auto next = s.Replicate();
+    CHECK(next["mode"] == "diff");
+    CHECK(next["chunks_written"] == 30);
+    CHECK(SameFile(s.replica, s.image));
+    CHECK(Json(s.repo.Wb({"replicas", "--json"}))[0]["state"] == "consistent");
+  }
+}
+
+TEST_CASE("replicate: a run to another snapshot after an interrupted one writes both differences",
+          "[replicate]") {
+  Setup s;
+  s.Replicate();
+  WriteImage(s.image, 30, 5);
+  s.repo.Ok({"snapshot", s.image, "--json"});  // 2: chunks 40..69 changed
+  s.repo.Wb({"replicate", "latest", "--to", s.replica}, "",
+            {{"WANBACKUP_FAILPOINT", "replicate.after-write:10"}});
+  WriteImage(s.image, 2, 8);
+  s.repo.Ok({"snapshot", s.image, "--json"});  // 3: only chunks 40, 41 differ from 1
+  auto next = s.Replicate();
+  CHECK(next["mode"] == "diff");
+  CHECK(next["chunks_written"] == 30);  // 40..41 for 3, and the rest back from 2's
+  CHECK(SameFile(s.replica, s.image));
+}
+
+TEST_CASE("replicate: bad targets are refused in one line and nothing is written", "[replicate]") {
+  Setup s;
+  const auto before = TreeContents(s.dir.path());
+  const RunResult source = s.repo.Wb({"replicate", "1", "--to", s.image});
+  CHECK(source.exit_code == 2);
+  CHECK_THAT(source.err, Catch::Contains("is the source of snapshot 1"));
+  const RunResult dir = s.repo.Wb({"replicate", "1", "--to", s.dir.path()});
+  CHECK(dir.exit_code == 2);
+  const RunResult missing = s.repo.Wb({"replicate", "9", "--to", s.replica});
+  CHECK(missing.exit_code != 0);
+  const RunResult forget = s.repo.Wb({"replicas", "--forget", "4"});
+  CHECK(forget.exit_code != 0);
+  CHECK_THAT(forget.err, Catch::Contains("no replica 4"));
+  for (const RunResult* r : {&source, &dir, &missing, &forget}) {
+    INFO(r->err);
+    CHECK(std::count(r->err.begin(), r->err.end(), '\n') == 1);
+  }
+  const auto after = TreeContents(s.dir.path());
+  for (const auto& [name, bytes] : after) {
+    INFO(name);
+    if (name == s.repo.path() + "/lock") continue;  // names the last holder (repo_lock.h)
+    CHECK((before.count(name) == 1 && before.at(name) == bytes));
+  }
+  CHECK(after.size() == before.size());
+}
+
+TEST_CASE("replicas: --forget drops the record, and the next replicate compares", "[replicate]") {
+  Setup s;
+  s.Replicate();
+  s.repo.Ok({"replicas", "--forget", "1"});
+  CHECK(Json(s.repo.Wb({"replicas", "--json"})).empty());
+  auto r = s.Replicate();
+  CHECK(r["mode"] == "check");
+  CHECK(r["chunks_written"] == 0);
+}
