@@ -153,3 +153,95 @@ TEST_CASE(
   ReadBack(ScratchUrl(1), kImageBytes, back);
   CHECK(SameBytes(back, image, kImageBytes));
 }
+
+namespace {
+
+constexpr uint64_t kSmallChunk = 64 << 10;
+constexpr uint64_t kReplicaBytes = 32u << 20;  // 512 chunks of 64 KiB
+
+// Noise per 64 KiB chunk (chunks 100..149 zeros); chunks in [from, to) get noise from `seed`.
+void WriteReplicaImage(const std::string& path, uint64_t from = 0, uint64_t to = 0,
+                       uint64_t seed = 0) {
+  std::vector<uint64_t> words(kReplicaBytes / 8, 0);
+  for (uint64_t c = 0; c < kReplicaBytes / kSmallChunk; ++c) {
+    if (c >= 100 && c < 150) continue;
+    std::mt19937_64 random(c + 1 + (c >= from && c < to ? seed << 20 : 0));
+    for (uint64_t i = c * kSmallChunk / 8; i < (c + 1) * kSmallChunk / 8; ++i)
+      words[i] = random();
+  }
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(words.data()),
+             static_cast<std::streamsize>(kReplicaBytes));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "replicate: a LUN through the WAN gets only the changed chunks, is repaired with --check, "
+    "and a SIGKILLed run is finished by the next",
+    "[replicate][write][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("replicatetest");
+  const std::string image = tmp / "image", repo = tmp / "repo", back = tmp / "back";
+  const std::string lun = ScratchUrl(1);
+  RunOptions pass = Pass();
+  pass.env["WANBACKUP_REPO"] = repo;
+  const auto snapshot = [&] { Json(Run({WB_WANBACKUP_BIN, "snapshot", image, "--json"}, pass)); };
+  const auto replicate = [&](std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"replicate", "latest", "--to", lun, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Json(bed.Wanbackup(args, pass));
+  };
+  const auto lun_matches_image = [&] {
+    ReadBack(lun, kReplicaBytes, back);
+    return SameBytes(back, image, kReplicaBytes);
+  };
+  WriteReplicaImage(image);
+  Json(Run({WB_WANBACKUP_BIN, "init", "--chunk-size", "64K", "--json"}, pass));
+  snapshot();
+  bed.Wan("set delay=10ms");
+
+  // No record of the LUN: it is read and compared, whatever it held before.
+  auto first = replicate();
+  CHECK(first["mode"] == "check");
+  CHECK(first["bytes_read"] == kReplicaBytes);
+  CHECK(lun_matches_image());
+
+  // 1 % of the chunks change: only they are written, nothing is read.
+  WriteReplicaImage(image, 200, 205, 1);
+  snapshot();
+  auto diff = replicate();
+  WARN("replicate after 1 % changed, 10 ms one-way: " << diff.dump());
+  CHECK(diff["mode"] == "diff");
+  CHECK(diff["chunks_written"] == 5);
+  CHECK(diff["bytes_written"] == 5 * kSmallChunk);
+  CHECK(diff["bytes_sent"] == 5 * kSmallChunk);
+  CHECK(diff["bytes_read"] == 0);
+  CHECK(lun_matches_image());
+
+  // Changed behind wanbackup's back (1 MiB copied over its start): --check finds and repairs it.
+  const std::string junk = tmp / "junk";
+  WriteImage(junk, 9);  // 24 MiB of another image; its first 1 MiB is enough
+  Json(bed.Wanbackup({"copy", junk, lun, "--length", "1M", "--json"}));
+  auto checked = replicate({"--check"});
+  CHECK(checked["mode"] == "check");
+  CHECK(checked["chunks_written"] == 16);
+  CHECK(lun_matches_image());
+
+  // Killed after some WRITEs of a run that changes 105 chunks (300..399 new, 200..204 back to
+  // what snapshot 1 had): the next run finishes the job.
+  WriteReplicaImage(image, 300, 400, 2);
+  snapshot();
+  RunOptions crash = pass;
+  crash.env["WANBACKUP_FAILPOINT"] = "replicate.after-write:20";
+  const RunResult killed = bed.Wanbackup({"replicate", "latest", "--to", lun}, crash);
+  CHECK(killed.exit_code == -1);  // died by the signal
+  auto replicas = Json(Run({WB_WANBACKUP_BIN, "replicas", "--json"}, pass));
+  REQUIRE(replicas.size() == 1);
+  CHECK(replicas[0]["state"] == "inconsistent");
+  auto finished = replicate();
+  CHECK(finished["mode"] == "diff");
+  CHECK(finished["chunks_written"] == 105);
+  CHECK(lun_matches_image());
+}
