@@ -12,6 +12,7 @@
 
 #include "cli/console.h"
 #include "cli/metrics_textfile.h"
+#include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "cli/snapshot_source.h"
 #include "common/units.h"
@@ -144,6 +145,48 @@ Status SnapshotStep(Context& ctx, StepOutcome* out) {
                              {"bytes_new", i.bytes_new},   {"bytes_stored", i.bytes_stored}}
                   .dump();
   return Status::Ok();
+}
+
+// Each replica in turn; one that fails does not keep the others from their update, and the
+// step fails with the first error.
+Status ReplicateStep(Context& ctx, StepOutcome* out) {
+  if (ctx.job.replicate_to.empty()) {
+    out->status = "skipped";
+    out->summary = "no replicate_to in the job";
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
+  ReplicateRequest request;
+  request.progress = false;
+  request.tuning = SnapshotRequestFor(ctx.job).tuning;
+  request.target = SnapshotRequestFor(ctx.job).target;
+  request.target.chap_user = ctx.job.replica_chap_user;
+  request.target.chap_secret_file = ctx.job.replica_chap_secret_file;
+  request.target.target_chap_user.clear();
+  request.target.target_chap_secret_file.clear();
+  Status first_error;
+  nlohmann::json replicas = nlohmann::json::array();
+  uint64_t bytes = 0;
+  int done = 0;
+  for (const std::string& to : ctx.job.replicate_to) {
+    request.to = to;
+    Result<ReplicateOutcome> r = ReplicateSnapshot(*repo, ctx.snapshot, request);
+    if (!r.ok()) {
+      PrintWarning("run " + ctx.job.name + ": replicate: " + r.status().message());
+      replicas.push_back({{"target", to}, {"error", r.status().message()}});
+      if (first_error.ok()) first_error = r.status();
+      continue;
+    }
+    PrintInfo("run " + ctx.job.name + ": replicate: " + r->summary);
+    replicas.push_back(nlohmann::json::parse(r->json));
+    bytes += r->result.bytes_written;
+    ++done;
+  }
+  out->summary = std::to_string(done) + " of " + std::to_string(ctx.job.replicate_to.size()) +
+                 " replica(s) at snapshot " + std::to_string(ctx.snapshot.id) + ", " +
+                 FormatBytes(bytes) + " written";
+  out->json = nlohmann::json{{"replicas", replicas}, {"bytes_written", bytes}}.dump();
+  return first_error;
 }
 
 Result<pipeline::Repository*> Exclusive(Context& ctx) {
@@ -283,10 +326,8 @@ std::string StepsJson(const std::vector<StepOutcome>& steps) {
 
 using StepFn = Status (*)(Context&, StepOutcome*);
 constexpr std::pair<const char*, StepFn> kSteps[] = {
-    {"snapshot", SnapshotStep},
-    {"forget", ForgetStep},
-    {"prune", PruneStep},
-    {"verify", VerifyStep},
+    {"snapshot", SnapshotStep}, {"replicate", ReplicateStep}, {"forget", ForgetStep},
+    {"prune", PruneStep},       {"verify", VerifyStep},
 };
 
 }  // namespace
@@ -354,6 +395,13 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
   plan.push_back("snapshot " + job.source + " into " + repository.path +
                  (job.tag.empty() ? "" : " with tag " + job.tag) +
                  (job.limit_rate.empty() ? "" : ", at most " + job.limit_rate + "/s"));
+  if (job.replicate_to.empty()) {
+    plan.push_back("replicate: skipped (no replicate_to)");
+  }
+  for (const std::string& to : job.replicate_to) {
+    plan.push_back("replicate the new snapshot to " + to +
+                   " (only the chunks that differ from what it holds)");
+  }
   plan.push_back(job.retention.empty()
                      ? "forget: skipped (no keep_* rules)"
                      : "forget the snapshots of the source that the job's keep_* rules do not "

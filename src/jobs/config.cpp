@@ -229,18 +229,25 @@ Handler VerifyShare(double* out) {
   };
 }
 
-Handler KeepTags(std::vector<std::string>* out) {
-  return [out](const Place& at, const toml::node& node) -> Status {
-    const toml::array* list = node.as_array();
-    if (list == nullptr) return at.Error("must be a list of strings: [\"monthly\"]");
-    out->clear();
-    for (const toml::node& item : *list) {
-      const std::optional<std::string> v = item.value_exact<std::string>();
-      if (!v) return at.Error("must be a list of strings: [\"monthly\"]");
-      out->push_back(*v);
-    }
-    return Status::Ok();
-  };
+// A list of strings, each passing `check` when given; `example` shows the form in errors.
+Handler StringList(std::vector<std::string>* out, const char* example,
+                   std::function<Status(const std::string&)> check = nullptr) {
+  return
+      [out, example, check = std::move(check)](const Place& at, const toml::node& node) -> Status {
+        const std::string form = std::string("must be a list of strings: ") + example;
+        const toml::array* list = node.as_array();
+        if (list == nullptr) return at.Error(form);
+        out->clear();
+        for (const toml::node& item : *list) {
+          const std::optional<std::string> v = item.value_exact<std::string>();
+          if (!v) return at.Error(form);
+          if (check) {
+            if (Status s = check(*v); !s.ok()) return at.Error(s.message());
+          }
+          out->push_back(*v);
+        }
+        return Status::Ok();
+      };
 }
 
 Handlers RetentionHandlers(JobConfig* j, std::string* keep_within) {
@@ -255,7 +262,7 @@ Handlers RetentionHandlers(JobConfig* j, std::string* keep_within) {
       {"keep_within",
        String(keep_within,
               [](const std::string& v) { return pipeline::ParseRetentionDuration(v).status(); })},
-      {"keep_tags", KeepTags(&p.keep_tags)},
+      {"keep_tags", StringList(&p.keep_tags, "[\"monthly\"]")},
       {"prune_interval", String(&j->prune_interval,
                                 [](const std::string& v) {
                                   if (v == "always" || v == "never") return Status::Ok();
@@ -297,6 +304,9 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
       {"retry_timeout", String(&j->retry_timeout, Duration)},
       {"limit_rate",
        String(&j->limit_rate, [](const std::string& v) { return ParseByteRate(v).status(); })},
+      {"replicate_to", StringList(&j->replicate_to, "[\"iscsi://dr-san/iqn…:standby/1\"]", Source)},
+      {"replica_chap_user", String(&j->replica_chap_user)},
+      {"replica_chap_secret_file", SecretFile(&j->replica_chap_secret_file)},
   };
   for (auto& entry : RetentionHandlers(j, keep_within))
     h.push_back(std::move(entry));
@@ -322,6 +332,15 @@ Status CheckJob(const Config& config, const JobConfig& job, const toml::table& t
   }
   if (!job.target_chap_secret_file.empty() && job.target_chap_user.empty()) {
     return at("target_chap_secret_file").Error("needs target_chap_user");
+  }
+  if (!job.replica_chap_secret_file.empty() && job.replica_chap_user.empty()) {
+    return at("replica_chap_secret_file").Error("needs replica_chap_user");
+  }
+  for (const std::string& to : job.replicate_to) {
+    if (to == job.source) {
+      return at("replicate_to")
+          .Error("'" + to + "' is the job's source; a replica is a standby copy");
+    }
   }
   return Status::Ok();
 }

@@ -53,7 +53,12 @@ struct JobConfig {
   std::string max_memory = "256MiB";
   std::string retry_timeout = "5m";
   std::string limit_rate;  // empty: unlimited
-  // After the snapshot.
+  // After the snapshot: standby copies brought to it (`replicate`), each an iSCSI URL, a block
+  // device or a file; empty: no replicate step. Their login, when it differs from the source's.
+  std::vector<std::string> replicate_to;
+  std::string replica_chap_user;
+  std::string replica_chap_secret_file;
+  // Then retention.
   pipeline::RetentionPolicy retention;  // empty: no forget step
   std::string prune_interval = "7d";    // prune when the last one is older; "never"
   std::string max_unused = "5%";

@@ -42,10 +42,16 @@ struct JobSetup {
   }
 };
 
-TEST_CASE("run: a job snapshots, forgets by its rules, prunes and verifies, and jobs lists it",
-          "[jobs]") {
+TEST_CASE(
+    "run: a job snapshots, replicates, forgets by its rules, prunes and verifies, and jobs lists "
+    "it",
+    "[jobs]") {
   JobSetup s;
-  s.Write("tag = \"nightly\"\nkeep_last = 2\nprune_interval = \"always\"\nverify_share = 1\n");
+  const std::string standby = s.dir / "standby.img";
+  s.Write(
+      "tag = \"nightly\"\nkeep_last = 2\nprune_interval = \"always\"\nverify_share = 1\n"
+      "replicate_to = [\"" +
+      standby + "\"]\n");
   nlohmann::json last;
   for (uint64_t v = 1; v <= 3; ++v) {
     WriteNoiseImage(s.image, v, 4);
@@ -53,13 +59,17 @@ TEST_CASE("run: a job snapshots, forgets by its rules, prunes and verifies, and 
     CHECK(last["status"] == "ok");
     CHECK(last["exit_code"] == 0);
   }
-  REQUIRE(last["steps"].size() == 4);
+  REQUIRE(last["steps"].size() == 5);
   CHECK(last["steps"][0]["step"] == "snapshot");
-  CHECK(last["steps"][1]["forgotten"] == nlohmann::json::array({1}));
-  CHECK(last["steps"][2]["step"] == "prune");
-  CHECK(last["steps"][2]["status"] == "ok");
-  CHECK(last["steps"][3]["chunks_damaged"] == 0);
-  CHECK(last["steps"][3]["share_of"] == 1);
+  CHECK(last["steps"][1]["step"] == "replicate");
+  REQUIRE(last["steps"][1]["replicas"].size() == 1);
+  CHECK(last["steps"][1]["replicas"][0]["mode"] == "diff");  // from the previous run's snapshot
+  CHECK(SameFile(standby, s.image));
+  CHECK(last["steps"][2]["forgotten"] == nlohmann::json::array({1}));
+  CHECK(last["steps"][3]["step"] == "prune");
+  CHECK(last["steps"][3]["status"] == "ok");
+  CHECK(last["steps"][4]["chunks_damaged"] == 0);
+  CHECK(last["steps"][4]["share_of"] == 1);
 
   const nlohmann::json snapshots = nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out);
   CHECK(snapshots.size() == 2);

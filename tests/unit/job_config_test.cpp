@@ -145,5 +145,29 @@ TEST_CASE("job config: a missing config file says how to give one", "[config]") 
   CHECK(c.status().message().find("--config") != std::string::npos);
 }
 
+TEST_CASE("job config: replicate_to names replicas, never the source, with their own login",
+          "[config]") {
+  ConfigDir d;
+  Result<Config> c = d.Load(d.Repos() + d.Job() +
+                            "replicate_to = [\"iscsi://dr/iqn.2001-05.com.example:standby/1\", "
+                            "\"/dev/vg0/standby\"]\nreplica_chap_user = \"dr\"\n"
+                            "replica_chap_secret_file = \"" +
+                            d.chap + "\"\n");
+  REQUIRE(c.ok());
+  CHECK(c->jobs.at("db").replicate_to.size() == 2);
+  CHECK(c->jobs.at("db").replica_chap_user == "dr");
+  CHECK(d.Refused(d.Repos() + d.Job() + "replicate_to = \"/dev/sdb\"\n") ==
+        d.config +
+            ":10: jobs.db.replicate_to: must be a list of strings: "
+            "[\"iscsi://dr-san/iqn…:standby/1\"]");
+  CHECK(d.Refused(d.Repos() + d.Job() + "replicate_to = [\"standby.img\"]\n")
+            .find("jobs.db.replicate_to: expected iscsi://") != std::string::npos);
+  CHECK(d.Refused(d.Repos() + d.Job() +
+                  "replicate_to = [\"iscsi://san.example.net/iqn.2001-05.com.example:db/1\"]\n")
+            .find("is the job's source") != std::string::npos);
+  CHECK(d.Refused(d.Repos() + d.Job() + "replica_chap_secret_file = \"" + d.chap + "\"\n")
+            .find("needs replica_chap_user") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace wanbackup::jobs

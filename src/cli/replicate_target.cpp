@@ -1,0 +1,167 @@
+#include "cli/replicate_target.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/console.h"
+#include "cli/progress.h"
+#include "cli/sink_open.h"
+#include "cli/source_open.h"
+#include "common/pacing.h"
+#include "common/units.h"
+#include "initiator/iscsi_url.h"
+
+namespace wanbackup::cli {
+namespace {
+
+// The LUN named by an iSCSI URL or spec, as "IQN/LUN" (portals may differ for the same LUN).
+std::string LunName(const std::string& spec) {
+  Result<initiator::IscsiUrl> url = initiator::ParseIscsiUrl(spec);
+  if (!url.ok() || !url->lun) return "";
+  return url->target + "/" + std::to_string(*url->lun);
+}
+
+// The same device, whatever it was called: a LUN by IQN + LUN, or a local path by what it
+// resolves to.
+bool SameTarget(const std::string& a, const std::string& b) {
+  const bool a_lun = initiator::LooksLikeIscsiUrl(a), b_lun = initiator::LooksLikeIscsiUrl(b);
+  if (a_lun || b_lun) return a_lun && b_lun && !LunName(a).empty() && LunName(a) == LunName(b);
+  struct stat sa {
+  }, sb{};
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return a == b;
+  if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode)) return sa.st_rdev == sb.st_rdev;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// A replica must never be a disk that is being backed up: not the snapshot's own source, nor
+// the source of a snapshot running now.
+Status RefuseSource(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
+                    const std::string& to) {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
+  for (const catalog::SnapshotInfo& s : all) {
+    const bool running = s.status == catalog::SnapshotStatus::kRunning;
+    if ((s.id == snap.id || running) && SameTarget(s.source, to)) {
+      return Status::InvalidArgument(
+          to + " is the source of snapshot " + std::to_string(s.id) +
+          (running ? " (running now)" : "") +
+          "; replicate writes a standby copy, never the disk it backs up. Nothing was written");
+    }
+  }
+  return Status::Ok();
+}
+
+// What makes the replica the same one next time, whatever name the user gives it.
+Result<std::string> Identity(const std::string& to, const OpenedSink& opened) {
+  if (opened.lun != nullptr) {
+    const initiator::LunInfo& lun = opened.lun->lun();
+    std::string id = lun.identifier.empty() ? lun.serial : lun.identifier;
+    return "iscsi:" + LunName(to) + ":" + (id.empty() ? "no-vpd-id" : id);
+  }
+  struct stat st {};
+  if (::stat(to.c_str(), &st) != 0) return Status::FromErrno(errno, "cannot stat " + to);
+  if (S_ISBLK(st.st_mode)) {
+    return "block:" + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(to +
+                                   " is neither a regular file, a block device nor a LUN; "
+                                   "a replica must be one of those");
+  }
+  return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const catalog::Replica& replica,
+                           const OpenedSink& opened, const pipeline::ReplicateResult& result) {
+  const double secs = std::chrono::duration<double>(result.elapsed).count();
+  nlohmann::json j = {{"snapshot", snap.id},
+                      {"replica", replica.id},
+                      {"target", replica.target},
+                      {"mode", pipeline::ReplicateModeName(result.plan.mode)},
+                      {"reason", result.plan.reason},
+                      {"base_snapshot", result.plan.base_snapshot},
+                      {"chunks_total", result.chunks_total},
+                      {"chunks_written", result.chunks_written},
+                      {"bytes_total", snap.size_bytes},
+                      {"bytes_written", result.bytes_written},
+                      {"bytes_read", result.bytes_read},
+                      {"seconds", secs}};
+  if (opened.lun != nullptr) {
+    const initiator::IscsiSinkStats s = opened.lun->Stats();
+    j["bytes_zeroed"] = s.bytes_zeroed;  // WRITE SAME: no data on the wire
+    j["bytes_sent"] = s.bytes_written - s.bytes_zeroed;
+    j["retries"] = s.retries;
+    j["reconnects"] = s.reconnects;
+  }
+  return j;
+}
+
+}  // namespace
+
+Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
+                                           const catalog::SnapshotInfo& snap,
+                                           const ReplicateRequest& request) {
+  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(request.tuning));  // before any login
+  WB_RETURN_IF_ERROR(RefuseSource(repo, snap, request.to));
+  if (request.to == "-") {
+    return Status::InvalidArgument("a replica is a LUN, block device or file, not stdout");
+  }
+  pipeline::ReplicateOptions options;
+  options.check = request.check;
+  struct stat st {};
+  options.target_new = !initiator::LooksLikeIscsiUrl(request.to) &&
+                       ::stat(request.to.c_str(), &st) != 0 && errno == ENOENT;
+  WB_ASSIGN_OR_RETURN(OpenedSink opened,
+                      OpenSink(request.to, snap.size_bytes, ExistingFile::kInPlace, request.target,
+                               request.tuning));
+  WB_ASSIGN_OR_RETURN(const std::string identity, Identity(request.to, opened));
+  WB_ASSIGN_OR_RETURN(std::optional<catalog::Replica> known, repo.catalog().FindReplica(identity));
+  ReplicateOutcome out;
+  out.replica = known.value_or(catalog::Replica{});
+  out.replica.identity = identity;
+  out.replica.target = opened.sink->name();
+  if (rate > 0) {
+    opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
+    opened.sink =
+        std::make_unique<PacedSink>(std::move(opened.sink), std::make_shared<Pacer>(rate));
+  }
+  if (opened.lun != nullptr) {
+    PrintInfo("writing " + out.replica.target + ": " + opened.tuning_explanation);
+  }
+  options.open_readback = [&request]() -> Result<std::unique_ptr<BlockSource>> {
+    WB_ASSIGN_OR_RETURN(OpenedSource source,
+                        OpenSource(request.to, request.target, request.tuning));
+    return std::move(source.source);
+  };
+  WB_ASSIGN_OR_RETURN(pipeline::ReplicatePlan plan,
+                      pipeline::PlanReplicate(repo, snap, out.replica, options));
+  PrintInfo("replica " + out.replica.target + ": " + plan.reason);
+
+  ProgressLine progress(request.progress);
+  options.restore.record_checked = true;
+  options.restore.on_progress = [&progress](const pipeline::RestoreProgress& p) {
+    progress.Update(FormatBytes(p.bytes_done) + " / " + FormatBytes(p.bytes_total));
+  };
+  Result<pipeline::ReplicateResult> result =
+      pipeline::Replicate(repo, snap, &out.replica, *opened.sink, options);
+  progress.Clear();
+  if (!result.ok()) {
+    return result.status().WithContext("replicate to " + out.replica.target +
+                                       " stopped; it is inconsistent until a replicate finishes");
+  }
+  out.result = *result;
+  out.json = SummaryJson(snap, out.replica, opened, out.result).dump();
+  out.summary = "replica " + out.replica.target + " is at snapshot " + std::to_string(snap.id) +
+                ": wrote " + std::to_string(result->chunks_written) + " of " +
+                std::to_string(result->chunks_total) + " chunks (" +
+                FormatBytes(result->bytes_written) + ")" +
+                (result->bytes_read > 0 ? ", read " + FormatBytes(result->bytes_read) : "") +
+                " in " + FormatDuration(result->elapsed);
+  return out;
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,38 @@
+// Replicating one snapshot to one target, with everything around the pipeline's Replicate:
+// opening the LUN/device/file, knowing it again (its identity), refusing the snapshot's own
+// source, the catalog record, progress and the summary. Shared by `replicate` and the jobs'
+// replicate step. Called on one thread.
+#pragma once
+
+#include <string>
+
+#include "catalog/catalog.h"
+#include "cli/target_flags.h"
+#include "cli/tuning_flags.h"
+#include "common/result.h"
+#include "pipeline/replicator.h"
+#include "pipeline/repository.h"
+
+namespace wanbackup::cli {
+
+struct ReplicateRequest {
+  std::string to;  // iscsi://…, a block device or a file
+  bool check = false;
+  bool progress = true;  // a progress line on a terminal
+  TargetFlags target;    // the replica's login
+  TuningFlags tuning;    // --limit-rate included
+};
+
+struct ReplicateOutcome {
+  catalog::Replica replica;  // as recorded after the run
+  pipeline::ReplicateResult result;
+  std::string json;     // the summary `replicate --json` prints (one JSON object)
+  std::string summary;  // one line for humans
+};
+
+// REQUIRES: `repo` opened for writing; `snap` complete and checked against its sealed record.
+Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
+                                           const catalog::SnapshotInfo& snap,
+                                           const ReplicateRequest& request);
+
+}  // namespace wanbackup::cli
