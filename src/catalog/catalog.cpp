@@ -94,6 +94,7 @@ CREATE TABLE replicas (
   target              TEXT NOT NULL,
   snapshot_id         INTEGER NOT NULL DEFAULT 0,
   writing_snapshot_id INTEGER NOT NULL DEFAULT 0,
+  fingerprint         TEXT NOT NULL DEFAULT '',
   updated             INTEGER NOT NULL,
   bytes_written       INTEGER NOT NULL DEFAULT 0,
   chunks_written      INTEGER NOT NULL DEFAULT 0

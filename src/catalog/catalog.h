@@ -98,6 +98,9 @@ struct Replica {
   // started stays here, so an interrupted run can be finished from the two maps.
   int64_t snapshot_id = 0;
   int64_t writing_snapshot_id = 0;  // the snapshot a run is writing (0: none; consistent)
+  // What the target looked like when the last run finished (size, stable device id, a file's
+  // modification time); a run that finds it otherwise compares instead of trusting the record.
+  std::string fingerprint;
   int64_t updated_unix_ms = 0;
   uint64_t bytes_written = 0;   // by the last finished run
   uint64_t chunks_written = 0;  // by the last finished run

@@ -21,9 +21,11 @@ struct ReplicasCommandOptions {
   RepoFlags repo;
 };
 
+// consistent; inconsistent (a stopped run the next one finishes from the chunk maps); unknown
+// (a stopped run that was comparing: the next one reads the replica again).
 std::string State(const catalog::Replica& r) {
   if (r.consistent()) return "consistent";
-  if (r.writing_snapshot_id != 0) return "inconsistent";
+  if (r.writing_snapshot_id != 0 && r.snapshot_id != 0) return "inconsistent";
   return "unknown";
 }
 
@@ -99,9 +101,11 @@ void RegisterReplicas(CLI::App& app, Runner* runner) {
   AddRepoFlags(cmd, &opts->repo);
   cmd->footer(
       "\nSTATE: consistent (holds SNAPSHOT exactly, as far as wanbackup wrote it), inconsistent\n"
-      "(a replicate to ->SNAPSHOT was stopped: the next one finishes it), unknown (a run that\n"
-      "compared it was stopped). Records live in the catalog only: after 'repair catalog' the\n"
-      "list is empty and each replica's next replicate reads it to compare.\n"
+      "(a replicate to ->SNAPSHOT was stopped: the next one finishes it from the chunk maps),\n"
+      "unknown (a stopped run was comparing it: the next one reads it again). Never bring a\n"
+      "standby up from a replica that is not consistent. Records live in the catalog only:\n"
+      "after 'repair catalog' the list is empty and each replica's next replicate reads it to\n"
+      "compare.\n"
       "\nEXAMPLES:\n"
       "  wanbackup replicas --repo /backup/db\n"
       "  wanbackup replicas --repo /backup/db --forget 2");

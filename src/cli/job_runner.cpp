@@ -148,7 +148,8 @@ Status SnapshotStep(Context& ctx, StepOutcome* out) {
 }
 
 // Each replica in turn; one that fails does not keep the others from their update, and the
-// step fails with the first error.
+// step fails with the first error (an interruption stops it at once). A failed replicate does
+// not stop the steps after it (kSteps): a standby site that is down must not stop retention.
 Status ReplicateStep(Context& ctx, StepOutcome* out) {
   if (ctx.job.replicate_to.empty()) {
     out->status = "skipped";
@@ -171,6 +172,7 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
   for (const std::string& to : ctx.job.replicate_to) {
     request.to = to;
     Result<ReplicateOutcome> r = ReplicateSnapshot(*repo, ctx.snapshot, request);
+    if (!r.ok() && r.status().code() == StatusCode::kCancelled) return r.status();
     if (!r.ok()) {
       PrintWarning("run " + ctx.job.name + ": replicate: " + r.status().message());
       replicas.push_back({{"target", to}, {"error", r.status().message()}});
@@ -325,9 +327,15 @@ std::string StepsJson(const std::vector<StepOutcome>& steps) {
 }
 
 using StepFn = Status (*)(Context&, StepOutcome*);
-constexpr std::pair<const char*, StepFn> kSteps[] = {
-    {"snapshot", SnapshotStep}, {"replicate", ReplicateStep}, {"forget", ForgetStep},
-    {"prune", PruneStep},       {"verify", VerifyStep},
+struct Step {
+  const char* name;
+  StepFn fn;
+  bool stops_run;  // when it fails (an interruption always stops the run)
+};
+constexpr Step kSteps[] = {
+    {"snapshot", SnapshotStep, true}, {"replicate", ReplicateStep, false},
+    {"forget", ForgetStep, true},     {"prune", PruneStep, true},
+    {"verify", VerifyStep, true},
 };
 
 }  // namespace
@@ -346,20 +354,24 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
   out.run.pid = ::getpid();
   out.run.host = HostName();
   history.Start(&out.run);
-  for (const auto& [name, fn] : kSteps) {
+  bool stopped = false;
+  for (const Step& def : kSteps) {
+    const std::string name = def.name;
     StepOutcome step;
     step.step = name;
     step.json = "{}";
     const Clock::time_point start = Clock::now();
-    Status s = out.status.ok() ? fn(ctx, &step) : Status::Ok();
+    Status s = !stopped ? def.fn(ctx, &step) : Status::Ok();
     step.seconds = Seconds(Clock::now() - start);
-    if (!out.status.ok()) {
+    if (stopped) {
       step.status = "skipped";
       step.summary = "an earlier step failed";
     } else if (!s.ok()) {
       step.status = s.code() == StatusCode::kCancelled ? "interrupted" : "failed";
       step.summary = s.message();
-      out.status = s.WithContext("job " + job.name + ", " + name);
+      if (out.status.ok()) out.status = s.WithContext("job " + job.name + ", " + name);
+      stopped = def.stops_run || s.code() == StatusCode::kCancelled;
+      if (!stopped) PrintWarning("run " + job.name + ": " + name + " failed; going on");
     } else {
       if (step.status.empty()) step.status = "ok";
       PrintInfo("run " + job.name + ": " + name + ": " + step.status + ": " + step.summary);

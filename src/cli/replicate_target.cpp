@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -55,24 +57,71 @@ Status RefuseSource(pipeline::Repository& repo, const catalog::SnapshotInfo& sna
   return Status::Ok();
 }
 
-// What makes the replica the same one next time, whatever name the user gives it.
-Result<std::string> Identity(const std::string& to, const OpenedSink& opened) {
+// The first line of a sysfs attribute, or "" when there is none.
+std::string SysfsLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\n'))
+    line.pop_back();
+  return line;
+}
+
+// A block device's identity that survives reboots and renumbering: the device-mapper UUID (LVM,
+// multipath), else the disk's WWID or serial (a partition: its disk's, and its number); "" when
+// the kernel knows none.
+std::string StableBlockId(dev_t rdev) {
+  const std::string dir =
+      "/sys/dev/block/" + std::to_string(major(rdev)) + ":" + std::to_string(minor(rdev));
+  if (std::string uuid = SysfsLine(dir + "/dm/uuid"); !uuid.empty()) return "dm-uuid=" + uuid;
+  const std::string partition = SysfsLine(dir + "/partition");
+  const std::string disk = partition.empty() ? dir : dir + "/..";
+  for (const char* attr : {"/wwid", "/device/wwid", "/device/serial", "/serial"}) {
+    if (std::string id = SysfsLine(disk + attr); !id.empty()) {
+      return std::string(attr + (attr[1] == 'd' ? 8 : 1)) + "=" + id +
+             (partition.empty() ? "" : " part=" + partition);
+    }
+  }
+  return "";
+}
+
+struct TargetId {
+  std::string identity;     // the replicas row it is
+  std::string fingerprint;  // what it looks like now ("": no stable identity)
+};
+
+std::string FileFingerprint(const struct stat& st) {
+  return "size=" + std::to_string(st.st_size) + " mtime=" + std::to_string(st.st_mtim.tv_sec) +
+         "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+// What makes the replica the same one next time, whatever name the user gives it, and what it
+// looks like now.
+Result<TargetId> Identify(const std::string& to, const OpenedSink& opened) {
   if (opened.lun != nullptr) {
     const initiator::LunInfo& lun = opened.lun->lun();
-    std::string id = lun.identifier.empty() ? lun.serial : lun.identifier;
-    return "iscsi:" + LunName(to) + ":" + (id.empty() ? "no-vpd-id" : id);
+    const std::string id = lun.identifier.empty() ? lun.serial : lun.identifier;
+    const std::string name = "iscsi:" + LunName(to);
+    if (id.empty()) return TargetId{name, ""};
+    return TargetId{name + ":" + id, "blocks=" + std::to_string(lun.block_count) + "x" +
+                                         std::to_string(lun.block_size) + " id=" + id};
   }
   struct stat st {};
   if (::stat(to.c_str(), &st) != 0) return Status::FromErrno(errno, "cannot stat " + to);
   if (S_ISBLK(st.st_mode)) {
-    return "block:" + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+    const std::string stable = StableBlockId(st.st_rdev);
+    const std::string numbers =
+        "block:" + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+    if (stable.empty()) return TargetId{numbers, ""};
+    return TargetId{"block:" + stable, stable};
   }
   if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArgument(to +
                                    " is neither a regular file, a block device nor a LUN; "
                                    "a replica must be one of those");
   }
-  return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  return TargetId{"file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino),
+                  FileFingerprint(st)};
 }
 
 nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const catalog::Replica& replica,
@@ -100,6 +149,42 @@ nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const catalog::Rep
   return j;
 }
 
+// Opens the replica for writing and says what it is: whether it was just created, its identity
+// and fingerprint (into `options` and `id`). A short file is extended to the snapshot's size
+// first, so that it can be read back and compared.
+Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const ReplicateRequest& request,
+                               pipeline::ReplicateOptions* options, TargetId* id) {
+  // A path under /dev that is missing is a device that is not there (an inactive LV, a lost
+  // disk), never a file to create in the device directory.
+  struct stat st {};
+  if (!initiator::LooksLikeIscsiUrl(request.to) && request.to.rfind("/dev/", 0) == 0 &&
+      ::stat(request.to.c_str(), &st) != 0) {
+    return Status::FromErrno(errno, request.to +
+                                        " is not there (a device that is not "
+                                        "attached or active?); nothing was written");
+  }
+  WB_ASSIGN_OR_RETURN(OpenedSink opened,
+                      OpenSink(request.to, snap.size_bytes, ExistingFile::kInPlace, request.target,
+                               request.tuning));
+  options->target_new = opened.created;
+  if (!options->target_new && opened.lun == nullptr && ::stat(request.to.c_str(), &st) == 0 &&
+      S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < snap.size_bytes &&
+      ::truncate(request.to.c_str(), static_cast<off_t>(snap.size_bytes)) != 0) {
+    // A short file (a first run that was killed, a source that grew): read back as zeros.
+    return Status::FromErrno(errno, "cannot extend " + request.to);
+  }
+  WB_ASSIGN_OR_RETURN(*id, Identify(request.to, opened));
+  options->fingerprint = id->fingerprint;
+  if (opened.lun == nullptr && id->identity.rfind("file:", 0) == 0) {
+    const std::string path = request.to;
+    options->final_fingerprint = [path, before = id->fingerprint] {
+      struct stat now {};
+      return ::stat(path.c_str(), &now) == 0 ? FileFingerprint(now) : before;
+    };
+  }
+  return opened;
+}
+
 }  // namespace
 
 Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
@@ -112,17 +197,13 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
   }
   pipeline::ReplicateOptions options;
   options.check = request.check;
-  struct stat st {};
-  options.target_new = !initiator::LooksLikeIscsiUrl(request.to) &&
-                       ::stat(request.to.c_str(), &st) != 0 && errno == ENOENT;
-  WB_ASSIGN_OR_RETURN(OpenedSink opened,
-                      OpenSink(request.to, snap.size_bytes, ExistingFile::kInPlace, request.target,
-                               request.tuning));
-  WB_ASSIGN_OR_RETURN(const std::string identity, Identity(request.to, opened));
-  WB_ASSIGN_OR_RETURN(std::optional<catalog::Replica> known, repo.catalog().FindReplica(identity));
+  TargetId id;
+  WB_ASSIGN_OR_RETURN(OpenedSink opened, OpenReplica(snap, request, &options, &id));
+  WB_ASSIGN_OR_RETURN(std::optional<catalog::Replica> known,
+                      repo.catalog().FindReplica(id.identity));
   ReplicateOutcome out;
   out.replica = known.value_or(catalog::Replica{});
-  out.replica.identity = identity;
+  out.replica.identity = id.identity;
   out.replica.target = opened.sink->name();
   if (rate > 0) {
     opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
@@ -150,11 +231,15 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
       pipeline::Replicate(repo, snap, &out.replica, *opened.sink, options);
   progress.Clear();
   if (!result.ok()) {
-    return result.status().WithContext("replicate to " + out.replica.target +
-                                       " stopped; it is inconsistent until a replicate finishes");
+    return result.status().WithContext(
+        "replicate to " + out.replica.target +
+        (out.replica.writing_snapshot_id != 0
+             ? " stopped; it is inconsistent until a replicate finishes"
+             : " stopped before writing anything"));
   }
   out.result = *result;
-  out.json = SummaryJson(snap, out.replica, opened, out.result).dump();
+  out.json = SummaryJson(snap, out.replica, opened, out.result)
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out.summary = "replica " + out.replica.target + " is at snapshot " + std::to_string(snap.id) +
                 ": wrote " + std::to_string(result->chunks_written) + " of " +
                 std::to_string(result->chunks_total) + " chunks (" +

@@ -13,7 +13,10 @@ Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, Existi
     options.overwrite = existing == ExistingFile::kReplace;
     options.in_place = existing == ExistingFile::kInPlace;
     options.expected_size = image_size;
-    WB_ASSIGN_OR_RETURN(opened.sink, pipeline::FileSink::Open(spec, options));
+    WB_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::FileSink> file,
+                        pipeline::FileSink::Open(spec, options));
+    opened.created = file->created();
+    opened.sink = std::move(file);
     return opened;
   }
   WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(spec));

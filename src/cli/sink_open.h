@@ -15,6 +15,7 @@ namespace wanbackup::cli {
 struct OpenedSink {
   std::unique_ptr<BlockSink> sink;
   initiator::IscsiSink* lun = nullptr;  // the same sink, when it is a LUN (for its stats)
+  bool created = false;                 // a file that did not exist and was created
   std::string tuning_explanation;       // iSCSI only: what autotune chose and why
 };
 

@@ -78,10 +78,13 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
   if (!exists) {
     sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (sink->fd_ < 0 && errno == EEXIST) {
-      return Status::AlreadyExists(path + " exists; use --force to overwrite it");
+      return options.in_place
+                 ? Status::Busy(path + " appeared while it was being opened; try again")
+                 : Status::AlreadyExists(path + " exists; use --force to overwrite it");
     }
     if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
     sink->created_in_ = DirectoryOf(path);
+    sink->created_ = true;
     return sink;
   }
   WB_RETURN_IF_ERROR(sink->OpenReplacement(path));

@@ -37,6 +37,8 @@ class FileSink : public BlockSink {
   const std::string& name() const override { return name_; }
   bool sequential_only() const override { return sequential_; }
   bool zeros_are_free() const override { return zeros_free_; }
+  // True when Open created the file (it did not exist).
+  bool created() const { return created_; }
   Status Write(uint64_t offset, const uint8_t* data, size_t length) override;
   Status Finish(uint64_t total_size) override;
 
@@ -51,6 +53,7 @@ class FileSink : public BlockSink {
   bool zeros_free_ = false;
   bool regular_ = false;
   bool block_device_ = false;
+  bool created_ = false;
   std::string created_in_;  // directory of a file this sink created: synced by Finish
   std::string temp_path_;   // replacing a file: written here, renamed over replace_path_
   std::string replace_path_;

@@ -99,6 +99,14 @@ Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInf
   if (options.target_new) return ReplicatePlan{ReplicateMode::kFull, 0, "a new file"};
   if (options.check) return Check("--check: reading the replica to compare");
   if (replica.id == 0) return Check("no record of this replica: reading it to compare");
+  if (options.fingerprint.empty()) {
+    return Check("it has no stable identity (no device id): reading it to compare");
+  }
+  if (replica.fingerprint != options.fingerprint) {
+    return Check("it changed since the last run (" +
+                 (replica.fingerprint.empty() ? std::string("no record") : replica.fingerprint) +
+                 " -> " + options.fingerprint + "): reading it to compare");
+  }
   if (replica.snapshot_id == 0) {
     return Check("what it holds is unknown (a run that compared it was interrupted): reading it");
   }
@@ -130,6 +138,12 @@ Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo&
   const ReplicateMode mode = result.plan.mode;
   const int64_t was_writing = replica->writing_snapshot_id;
   if (mode == ReplicateMode::kDiff) {
+    // The maps the diff trusts must be the sealed ones, like the snapshot's own.
+    for (int64_t id : {result.plan.base_snapshot, was_writing}) {
+      if (id == 0 || id == snap.id) continue;
+      WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo other, repo.catalog().GetSnapshot(id));
+      WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, other, true));
+    }
     WB_ASSIGN_OR_RETURN(base, LoadMap(repo, result.plan.base_snapshot, chunks));
     if (was_writing != 0 && was_writing != snap.id) {
       WB_ASSIGN_OR_RETURN(interrupted, LoadMap(repo, was_writing, chunks));
@@ -146,8 +160,9 @@ Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo&
   r.writing_snapshot_id = snap.id;
   r.snapshot_id =
       mode == ReplicateMode::kDiff && interrupted.empty() ? result.plan.base_snapshot : 0;
+  r.fingerprint = options.fingerprint;
   WB_RETURN_IF_ERROR(Save(repo, &r));
-  replica->id = r.id;
+  *replica = r;
 
   ChunkSelector select;
   if (mode == ReplicateMode::kDiff) {
@@ -176,6 +191,7 @@ Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo&
 
   r.snapshot_id = snap.id;
   r.writing_snapshot_id = 0;
+  r.fingerprint = options.final_fingerprint ? options.final_fingerprint() : options.fingerprint;
   r.bytes_written = written.bytes_written;
   r.chunks_written = written.chunks_written;
   WB_RETURN_IF_ERROR(Save(repo, &r));

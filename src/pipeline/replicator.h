@@ -13,7 +13,10 @@
 // - With `check`, or when the record is missing or names a snapshot no longer there, the
 //   replica is read back and every chunk compared with the snapshot's digest; only the chunks
 //   that differ are written. A replica changed behind wanbackup's back is repaired, not trusted.
+// - The same with a target that no longer looks like the one recorded (another size, device
+//   id or modification time), or that has no stable identity at all.
 // - A target the caller just created (a new file) is written whole, zeros as holes.
+// - The snapshots the diff starts from are checked against their sealed records first.
 //
 // Threading: as RestoreSnapshot; the catalog is used on the calling thread only.
 #pragma once
@@ -37,6 +40,13 @@ const char* ReplicateModeName(ReplicateMode mode);  // "diff", "check", "full"
 struct ReplicateOptions {
   bool check = false;       // read the replica and compare, whatever the record says
   bool target_new = false;  // the caller created the target: write everything
+  // What the target looks like now (catalog::Replica::fingerprint); empty when it has no stable
+  // identity (a device without a serial), which makes every run compare. A record whose
+  // fingerprint differs is not trusted either.
+  std::string fingerprint;
+  // What it looks like once the run finished (a file's new modification time); called after the
+  // sink's Finish. Unset: `fingerprint`.
+  std::function<std::string()> final_fingerprint;
   // Opens the replica for reading (check mode only; never called otherwise).
   std::function<Result<std::unique_ptr<BlockSource>>()> open_readback;
   RestoreOptions restore;  // workers, progress; record_checked as for RestoreSnapshot
@@ -63,7 +73,8 @@ Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInf
                                     const ReplicateOptions& options);
 
 // Brings the replica behind `sink` to `snapshot` and records it in the catalog (`replica` is
-// updated: id, state, counters). REQUIRES: the repository was opened for writing.
+// updated: id, state, counters; replica->writing_snapshot_id != 0 after a failure means the
+// record says inconsistent). REQUIRES: the repository was opened for writing.
 Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo& snapshot,
                                   catalog::Replica* replica, BlockSink& sink,
                                   const ReplicateOptions& options);

@@ -241,7 +241,21 @@ TEST_CASE(
   REQUIRE(replicas.size() == 1);
   CHECK(replicas[0]["state"] == "inconsistent");
   auto finished = replicate();
-  CHECK(finished["mode"] == "diff");
+  CHECK(finished["mode"] == "diff");  // the LUN's size and device id are as recorded
   CHECK(finished["chunks_written"] == 105);
+  CHECK(lun_matches_image());
+
+  // Killed again (3 -> 4), and a newer snapshot 5 arrives before the next run: it writes where
+  // either 4 or 5 differs from 3... here where 3 or 4 differ from 5: 300..399 back, 450..459 new.
+  WriteReplicaImage(image, 450, 460, 3);  // 4: 300..399 back to 1's, 450..459 new
+  snapshot();
+  crash.env["WANBACKUP_FAILPOINT"] = "replicate.after-write:30";
+  CHECK(bed.Wanbackup({"replicate", "latest", "--to", lun}, crash).exit_code == -1);
+  WriteReplicaImage(image, 455, 465, 4);  // 5: 455..464 new
+  snapshot();
+  auto union_run = replicate();
+  CHECK(union_run["mode"] == "diff");
+  CHECK(union_run["reason"].get<std::string>().find("interrupted") != std::string::npos);
+  CHECK(union_run["chunks_written"] == 100 + 15);  // 300..399, and 450..464
   CHECK(lun_matches_image());
 }
