@@ -20,6 +20,7 @@ struct LunInfo {
   uint32_t physical_block_size = 0;
   bool thin_provisioned = false;     // LBPME: GET LBA STATUS can tell mapped from unmapped
   bool unmapped_reads_zero = false;  // LBPRZ
+  bool write_protected = false;      // MODE SENSE: the WP bit (a read-only LUN)
 
   // Block Limits VPD (0xB0), in logical blocks; 0 means "not reported".
   uint32_t max_transfer_blocks = 0;

@@ -259,3 +259,19 @@ TEST_CASE(
   CHECK(union_run["chunks_written"] == 100 + 15);  // 300..399, and 450..464
   CHECK(lun_matches_image());
 }
+
+TEST_CASE("copy: a write-protected LUN is refused in one line before anything is written",
+          "[copy][write][integration]") {
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  const std::string image = tmp / "image", back = tmp / "back";
+  const std::string lun = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("READONLY_IQN") + "/1";
+  std::ofstream(image, std::ios::binary) << std::string(1 << 20, 'w');
+  const RunResult r = bed.Wanbackup({"copy", image, lun});
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains("write-protected") && Catch::Contains("nothing written"));
+  ReadBack(lun, 1 << 20, back);
+  CHECK_FALSE(SameBytes(back, image, 1 << 20));
+}

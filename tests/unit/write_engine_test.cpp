@@ -273,7 +273,8 @@ TEST_CASE("write engine: a SYNCHRONIZE CACHE that fails fails the run", "[engine
   CHECK(rig.fake->syncs() == 0);
 }
 
-TEST_CASE("write engine: a LUN too small or of another block size is refused", "[engine][write]") {
+TEST_CASE("write engine: a LUN too small, of another block size or write-protected is refused",
+          "[engine][write]") {
   LunInfo lun;
   lun.block_size = 4096;
   lun.block_count = 1024;  // 4 MiB
@@ -285,4 +286,8 @@ TEST_CASE("write engine: a LUN too small or of another block size is refused", "
   const Status blocks = CheckWriteTarget("lun", lun, (1 << 20) + 512);
   CHECK(blocks.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(blocks.message(), Catch::Contains("do not divide"));
+  lun.write_protected = true;  // MODE SENSE's WP bit
+  const Status protected_lun = CheckWriteTarget("lun", lun, 1 << 20);
+  CHECK(protected_lun.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(protected_lun.message(), Catch::Contains("write-protected"));
 }

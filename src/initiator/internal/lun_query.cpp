@@ -92,6 +92,14 @@ Status DecodeCapacity(scsi_task* task, const std::string& at, LunInfo* info) {
   return Status::Ok();
 }
 
+// The mode parameter header of MODE SENSE(6): byte 2 is the device-specific parameter, whose
+// top bit for a disk is WP (SBC: the medium is write-protected).
+void DecodeWriteProtect(scsi_task* task, LunInfo* info) {
+  if (task->datain.data != nullptr && task->datain.size >= 4) {
+    info->write_protected = (task->datain.data[2] & 0x80) != 0;
+  }
+}
+
 void DecodeBlockLimits(scsi_task* task, LunInfo* info) {
   auto* bl = static_cast<scsi_inquiry_block_limits*>(scsi_datain_unmarshall(task));
   if (bl == nullptr) return;
@@ -125,16 +133,20 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
       return iscsi_inquiry_task(iscsi, lun, evpd, page, 255, cb, data);
     };
   };
-  // Everything at once: one round trip instead of five. READ CAPACITY and Block Limits fail
+  // Everything at once: one round trip instead of six. READ CAPACITY and Block Limits fail
   // harmlessly on a LUN that is not a disk.
-  std::vector<Result<ScsiTaskPtr>> r =
-      conn.ExecuteAll({inquiry(0, 0), inquiry(1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER),
-                       inquiry(1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION),
-                       [lun](iscsi_context* iscsi, auto cb, void* data) {
-                         return iscsi_readcapacity16_task(iscsi, lun, cb, data);
-                       },
-                       inquiry(1, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS)},
-                      "describing LUN " + std::to_string(lun));
+  std::vector<Result<ScsiTaskPtr>> r = conn.ExecuteAll(
+      {inquiry(0, 0), inquiry(1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER),
+       inquiry(1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION),
+       [lun](iscsi_context* iscsi, auto cb, void* data) {
+         return iscsi_readcapacity16_task(iscsi, lun, cb, data);
+       },
+       inquiry(1, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS),
+       [lun](iscsi_context* iscsi, auto cb, void* data) {
+         return iscsi_modesense6_task(iscsi, lun, 1, SCSI_MODESENSE_PC_CURRENT,
+                                      SCSI_MODEPAGE_RETURN_ALL_PAGES, 0, 255, cb, data);
+       }},
+      "describing LUN " + std::to_string(lun));
   if (conn.broken()) {
     for (auto& result : r) {
       if (!result.ok()) return result.status();
@@ -149,6 +161,7 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
   if (!r[3].ok()) return r[3].status().WithContext("READ CAPACITY(16)" + at);
   WB_RETURN_IF_ERROR(DecodeCapacity(r[3]->get(), at, &info));
   if (r[4].ok()) DecodeBlockLimits(r[4]->get(), &info);
+  if (r[5].ok()) DecodeWriteProtect(r[5]->get(), &info);
   return info;
 }
 

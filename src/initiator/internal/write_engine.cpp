@@ -24,6 +24,9 @@ bool AllZero(const uint8_t* data, uint64_t length) {
 }  // namespace
 
 Status CheckWriteTarget(const std::string& name, const LunInfo& lun, uint64_t image_bytes) {
+  if (lun.write_protected) {
+    return Status::InvalidArgument(name + " is write-protected (a read-only LUN); nothing written");
+  }
   if (lun.block_size == 0 || image_bytes % lun.block_size != 0) {
     return Status::InvalidArgument(name + " has " + std::to_string(lun.block_size) +
                                    "-byte blocks, which do not divide the image's " +
