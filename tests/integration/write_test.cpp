@@ -260,6 +260,21 @@ TEST_CASE(
   CHECK(lun_matches_image());
 }
 
+TEST_CASE("copy: 1 % packet loss both ways mid-WRITE costs time, never bytes: the LUN is bit-exact",
+          "[copy][write][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  const std::string image = tmp / "image", back = tmp / "back";
+  WriteImage(image, 5);
+  bed.Wan("set delay=10ms loss=1%");
+  auto summary = Json(bed.Wanbackup({"copy", image, ScratchUrl(1), "--json"}));
+  CHECK(summary["bytes"].get<uint64_t>() == kImageBytes);
+  bed.Wan("set delay=0ms loss=0");
+  ReadBack(ScratchUrl(1), kImageBytes, back);
+  CHECK(SameBytes(back, image, kImageBytes));
+}
+
 TEST_CASE("copy: a write-protected LUN is refused in one line before anything is written",
           "[copy][write][integration]") {
   const Testbed& bed = Testbed::Get();
