@@ -113,8 +113,8 @@ Status FakeTransport::Command(size_t index, const wbi::BlockCommand& command) {
   Channel& channel = ChannelAt(index);
   if (!channel.open)
     return Status::Unavailable("fake channel " + std::to_string(index) + " is closed");
-  const FakeCommand seen{index,         channel.logins, ++channel.reads, command.lba,
-                         command.bytes, command.op,     command.fua,     command.unmap};
+  const FakeCommand seen{index,      channel.logins, ++channel.reads, command.lba,   command.bytes,
+                         command.op, command.fua,    command.unmap,   command.legacy};
   const bool read = command.op == wbi::BlockOp::kRead;
   FakeAnswer answer =
       read ? (on_read ? on_read(seen) : FakeAnswer{}) : (on_write ? on_write(seen) : FakeAnswer{});

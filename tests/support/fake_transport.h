@@ -56,6 +56,7 @@ struct FakeCommand {
   wbi::BlockOp op = wbi::BlockOp::kRead;
   bool fua = false;
   bool unmap = false;
+  bool legacy = false;  // SYNCHRONIZE CACHE(10)
 };
 using FakeRead = FakeCommand;
 

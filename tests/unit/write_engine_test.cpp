@@ -252,6 +252,27 @@ TEST_CASE("write engine: a refused WRITE SAME becomes WRITEs of zeros", "[engine
   CHECK(rig.engine->Stats().write_same_refused);
 }
 
+TEST_CASE("write engine: a target without SYNCHRONIZE CACHE(16) gets the 10-byte command",
+          "[engine][write]") {
+  FakeLinkOptions link;
+  link.lun_bytes = 2 << 20;
+  int refused = 0;
+  Rig rig = Make(link, Plan(2, 2, 264 << 10), [&refused](FakeTransport& fake) {
+    fake.on_write = [&refused](const FakeCommand& c) {
+      if (c.op != BlockOp::kSynchronizeCache || c.legacy) return FakeAnswer{};
+      ++refused;
+      return FakeAnswer{FakeAnswer::Kind::kStatus, kCheckCondition, kIllegalRequest};
+    };
+  });
+  const std::vector<uint8_t> image = Image(link.lun_bytes);
+  WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
+  REQUIRE(out.fatal.ok());
+  REQUIRE(out.finish.ok());
+  CHECK(refused == 1);
+  CHECK(rig.fake->syncs() == 1);  // the 10-byte one
+  CHECK(rig.fake->Disk() == image);
+}
+
 TEST_CASE("write engine: a SYNCHRONIZE CACHE that fails fails the run", "[engine][write]") {
   FakeLinkOptions link;
   link.lun_bytes = 2 << 20;

@@ -344,7 +344,8 @@ void CommandEngine::IssueCommands(Clock::time_point now) {
     const EngineRequest& req = cmd->request->req;
     Status queued =
         Send(*transport_, static_cast<size_t>(best_index),
-             BlockCommand{cmd->id, cmd->lba, cmd->bytes, cmd->buffer, cmd->op, req.fua, req.unmap});
+             BlockCommand{cmd->id, cmd->lba, cmd->bytes, cmd->buffer, cmd->op, req.fua, req.unmap,
+                          cmd->op == BlockOp::kSynchronizeCache && sync16_refused_.load()});
     if (!queued.ok()) {
       best.broken = true;
       best.broken_reason = queued;
@@ -498,7 +499,7 @@ void CommandEngine::OnCommandDone(const CommandDone& done) {
 
 void CommandEngine::OnCommandFailed(Command* cmd, Slot& slot, const CommandDone& done) {
   const auto now = transport_->Now();
-  if (FallBackToWrite(cmd, done)) return;
+  if (FallBackToWrite(cmd, done) || FallBackToSync10(cmd, done)) return;
   const RetryDecision d = DecideRetry(done.outcome, cmd->attempts);
   const std::string what = std::string(OpName(cmd->op)) + " " + Range(cmd->lba, cmd->bytes);
   const Status error =
@@ -542,6 +543,20 @@ void CommandEngine::OnCommandFailed(Command* cmd, Slot& slot, const CommandDone&
       FinishPart(cmd, error);
       return;
   }
+}
+
+// A target that does not know SYNCHRONIZE CACHE(16) (ILLEGAL REQUEST) gets the 10-byte one,
+// once; if that fails too, the failure is the run's.
+bool CommandEngine::FallBackToSync10(Command* cmd, const CommandDone& done) {
+  if (cmd->op != BlockOp::kSynchronizeCache || done.outcome.status != scsi::kCheckCondition ||
+      done.outcome.sense_key != scsi::kSenseIllegalRequest || sync16_refused_.exchange(true)) {
+    return false;
+  }
+  WB_TRACE("SYNCHRONIZE CACHE(16) refused (%s): trying SYNCHRONIZE CACHE(10)",
+           done.error.message().c_str());
+  cmd->attempts = 0;
+  Requeue(cmd, transport_->Now());
+  return true;
 }
 
 bool CommandEngine::FallBackToWrite(Command* cmd, const CommandDone& done) {

@@ -105,6 +105,7 @@ class CommandEngine {
   uint8_t* ZeroData();  // io_size bytes of zeros
   Command* SplitToRamp(size_t ready_index, uint32_t limit);
   bool FallBackToWrite(Command* cmd, const CommandDone& done);
+  bool FallBackToSync10(Command* cmd, const CommandDone& done);
   int CommandBudget() const;  // C x N: commands in flight over all connections
   int PickConnection();       // the slot for the next command, or -1
   void EstimateRates(Clock::time_point now);
@@ -139,6 +140,7 @@ class CommandEngine {
   std::atomic<uint64_t> bytes_done_{0}, bytes_in_flight_{0}, retries_{0}, reconnects_{0};
   std::atomic<uint64_t> bytes_zeroed_{0};
   std::atomic<bool> write_same_refused_{false};
+  std::atomic<bool> sync16_refused_{false};  // SYNCHRONIZE CACHE goes as the 10-byte CDB
   std::atomic<uint32_t> live_connections_{0}, peak_connections_{1}, commands_in_flight_{0};
   std::atomic<int> target_connections_{0};
 

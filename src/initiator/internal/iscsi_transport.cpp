@@ -147,6 +147,9 @@ Status IscsiTransport::SynchronizeCache(size_t index, const BlockCommand& comman
   const int lun = lun_.lun;
   const uint32_t blocks = command.bytes / lun_.block_size;
   return Queue(index, command, [&](iscsi_context* iscsi, Pending* p) {
+    if (command.legacy) {  // 0 blocks from LBA 0: the whole LUN, as the engine always asks
+      return iscsi_synchronizecache10_task(iscsi, lun, 0, 0, 0, 0, CommandCallback, p);
+    }
     return iscsi_synchronizecache16_task(iscsi, lun, command.lba, blocks, 0, 0, CommandCallback, p);
   });
 }

@@ -22,7 +22,8 @@ namespace wanbackup::initiator::internal {
 // What a command does. kRead: READ(16) of `bytes` into `buffer`. kWrite: WRITE(16) of `bytes`
 // from `buffer` (not modified; FUA when `fua`). kWriteZeros: WRITE SAME(16) of one all-zero
 // block over `bytes` (no buffer; the UNMAP bit when `unmap`). kSynchronizeCache:
-// SYNCHRONIZE CACHE(16) of `bytes` from `lba`, 0 bytes meaning to the end of the LUN.
+// SYNCHRONIZE CACHE(16) of `bytes` from `lba`, 0 bytes meaning to the end of the LUN (with
+// `legacy`, SYNCHRONIZE CACHE(10)).
 enum class BlockOp : uint8_t { kRead, kWrite, kWriteZeros, kSynchronizeCache };
 
 // The command's name as SCSI calls it, for messages ("READ(16)").
@@ -35,8 +36,9 @@ struct BlockCommand {
   uint32_t bytes = 0;
   uint8_t* buffer = nullptr;
   BlockOp op = BlockOp::kRead;
-  bool fua = false;    // kWrite: the target writes through its cache before GOOD
-  bool unmap = false;  // kWriteZeros: the target may deallocate the blocks (they read as zeros)
+  bool fua = false;     // kWrite: the target writes through its cache before GOOD
+  bool unmap = false;   // kWriteZeros: the target may deallocate the blocks (they read as zeros)
+  bool legacy = false;  // kSynchronizeCache: the 10-byte CDB, for targets without the 16-byte one
 };
 
 struct CommandDone {
