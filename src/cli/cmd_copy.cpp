@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/internal/sink_json.h"
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
@@ -76,7 +77,8 @@ Result<pipeline::CopyOptions> CopyOptionsFrom(const CopyCommandOptions& opts) {
 
 // The summary: one JSON object (on stderr when the data went to stdout) or one line.
 void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name,
-                  const std::string& sink_name, const pipeline::CopyResult& r) {
+                  const OpenedSink& sink, const pipeline::CopyResult& r) {
+  const std::string& sink_name = sink.sink->name();
   const double seconds = std::chrono::duration<double>(r.elapsed).count();
   const double rate = seconds > 0 ? static_cast<double>(r.bytes) / seconds : 0;
   const double steady_seconds = std::chrono::duration<double>(r.steady_elapsed).count();
@@ -100,6 +102,7 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
                         {"reconnects", r.source.reconnects},
                         {"peak_buffer_bytes", r.peak_buffer_bytes},
                         {"max_rss_bytes", rss}};
+    internal::AddLunStats(sink, &j);  // a LUN destination: what went over the wire
     // With the data on standard output, the summary goes to standard error.
     std::FILE* out = opts.destination == "-" ? stderr : stdout;
     std::fprintf(out, "%s\n", j.dump().c_str());
@@ -148,7 +151,7 @@ Status RunCopy(const CopyCommandOptions& opts) {
   Result<pipeline::CopyResult> result = pipeline::Copy(source, *sink, copy);
   progress.Clear();
   if (!result.ok()) return result.status();
-  PrintSummary(opts, source.geometry().name, sink->name(), *result);
+  PrintSummary(opts, source.geometry().name, out, *result);
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/internal/sink_json.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
@@ -43,16 +44,7 @@ nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const OpenedSink& 
                       {"seconds", secs},
                       {"bytes_per_second", secs > 0 ? static_cast<double>(result.bytes) / secs : 0},
                       {"verified", verified}};
-  if (opened.lun != nullptr) {
-    const initiator::IscsiSinkStats s = opened.lun->Stats();
-    j["bytes_written"] = s.bytes_written;
-    j["bytes_zeroed"] = s.bytes_zeroed;  // WRITE SAME: no data on the wire
-    j["bytes_sent"] = s.bytes_written - s.bytes_zeroed;
-    j["connections"] = s.peak_connections;
-    j["retries"] = s.retries;
-    j["reconnects"] = s.reconnects;
-    j["write_same_refused"] = s.write_same_refused;
-  }
+  internal::AddLunStats(opened, &j);
   return j;
 }
 

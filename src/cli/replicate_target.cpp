@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/console.h"
+#include "cli/internal/sink_json.h"
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
@@ -139,13 +140,9 @@ nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const catalog::Rep
                       {"bytes_written", result.bytes_written},
                       {"bytes_read", result.bytes_read},
                       {"seconds", secs}};
-  if (opened.lun != nullptr) {
-    const initiator::IscsiSinkStats s = opened.lun->Stats();
-    j["bytes_zeroed"] = s.bytes_zeroed;  // WRITE SAME: no data on the wire
-    j["bytes_sent"] = s.bytes_written - s.bytes_zeroed;
-    j["retries"] = s.retries;
-    j["reconnects"] = s.reconnects;
-  }
+  const uint64_t written = j["bytes_written"];
+  internal::AddLunStats(opened, &j);  // a LUN: what went over the wire
+  j["bytes_written"] = written;       // the chunks replicate wrote (the same, for a LUN)
   return j;
 }
 

@@ -252,6 +252,22 @@ TEST_CASE("write engine: a refused WRITE SAME becomes WRITEs of zeros", "[engine
   CHECK(rig.engine->Stats().write_same_refused);
 }
 
+TEST_CASE("write engine: the all-zero pieces inside a larger WRITE go as WRITE SAME",
+          "[engine][write]") {
+  FakeLinkOptions link;
+  link.lun_bytes = 2 << 20;
+  Rig rig = Make(link, Plan(2, 2, 128 << 10));
+  std::vector<uint8_t> image(link.lun_bytes, 0x77);
+  std::fill(image.begin() + (512 << 10), image.begin() + (1024 << 10), 0);  // 4 pieces of zeros
+  WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);  // two writes, neither all zero
+  REQUIRE(out.fatal.ok());
+  REQUIRE(out.finish.ok());
+  CHECK(rig.fake->Disk() == image);
+  CHECK(rig.fake->write_sames() == 4);
+  CHECK(rig.fake->bytes_written() == link.lun_bytes - (512 << 10));
+  CHECK(rig.engine->Stats().bytes_zeroed == 512u << 10);
+}
+
 TEST_CASE("write engine: a target without SYNCHRONIZE CACHE(16) gets the 10-byte command",
           "[engine][write]") {
   FakeLinkOptions link;

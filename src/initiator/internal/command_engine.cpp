@@ -249,6 +249,12 @@ void CommandEngine::SplitRequest(Request* request, BlockOp op) {
     cmd->lba = (r.offset + off) / bs;
     cmd->bytes = static_cast<uint32_t>(len);
     cmd->buffer = write_of_zeros ? ZeroData() : (r.buffer != nullptr ? r.buffer + off : nullptr);
+    // A WRITE's all-zero piece (a zero region inside a larger write) goes as WRITE SAME too:
+    // no data over the WAN. It keeps its buffer for a target that refuses WRITE SAME.
+    if (op == BlockOp::kWrite && !write_of_zeros && cmd->buffer != nullptr &&
+        !write_same_refused_.load() && AllZero(cmd->buffer, len)) {
+      cmd->op = BlockOp::kWriteZeros;
+    }
     ready_.push_back(cmd);
     ++request->parts_left;
     off += len;

@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,11 @@
 #include "initiator/internal/transport.h"
 
 namespace wanbackup::initiator::internal {
+
+// True when `length` bytes at `data` are all zero (a WRITE of them can go as WRITE SAME).
+inline bool AllZero(const uint8_t* data, uint64_t length) {
+  return length == 0 || (data[0] == 0 && std::memcmp(data, data + 1, length - 1) == 0);
+}
 
 // One request of the consumer: `op` over [offset, offset + length) bytes of the LUN, split into
 // commands of at most the plan's io_size (WRITE SAMEs: write_same_bytes).

@@ -17,10 +17,6 @@ CommandEngineConfig EngineConfig(const WriteEngineConfig& config) {
   return c;
 }
 
-bool AllZero(const uint8_t* data, uint64_t length) {
-  return length == 0 || (data[0] == 0 && std::memcmp(data, data + 1, length - 1) == 0);
-}
-
 }  // namespace
 
 Status CheckWriteTarget(const std::string& name, const LunInfo& lun, uint64_t image_bytes) {
