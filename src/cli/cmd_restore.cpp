@@ -13,6 +13,7 @@
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
+#include "cli/target_guard.h"
 #include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
@@ -65,6 +66,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(opts.tuning));  // before any login
+  if (opts.to != "-") WB_RETURN_IF_ERROR(RefuseSourceOf(*repo, opts.to, 0, true));
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(opts.to, snap.size_bytes,
                                opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,

@@ -15,48 +15,13 @@
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
+#include "cli/target_guard.h"
 #include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 
 namespace wanbackup::cli {
 namespace {
-
-// The LUN named by an iSCSI URL or spec, as "IQN/LUN" (portals may differ for the same LUN).
-std::string LunName(const std::string& spec) {
-  Result<initiator::IscsiUrl> url = initiator::ParseIscsiUrl(spec);
-  if (!url.ok() || !url->lun) return "";
-  return url->target + "/" + std::to_string(*url->lun);
-}
-
-// The same device, whatever it was called: a LUN by IQN + LUN, or a local path by what it
-// resolves to.
-bool SameTarget(const std::string& a, const std::string& b) {
-  const bool a_lun = initiator::LooksLikeIscsiUrl(a), b_lun = initiator::LooksLikeIscsiUrl(b);
-  if (a_lun || b_lun) return a_lun && b_lun && !LunName(a).empty() && LunName(a) == LunName(b);
-  struct stat sa {
-  }, sb{};
-  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return a == b;
-  if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode)) return sa.st_rdev == sb.st_rdev;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-// A replica must never be a disk that is being backed up: not the snapshot's own source, nor
-// the source of a snapshot running now.
-Status RefuseSource(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
-                    const std::string& to) {
-  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
-  for (const catalog::SnapshotInfo& s : all) {
-    const bool running = s.status == catalog::SnapshotStatus::kRunning;
-    if ((s.id == snap.id || running) && SameTarget(s.source, to)) {
-      return Status::InvalidArgument(
-          to + " is the source of snapshot " + std::to_string(s.id) +
-          (running ? " (running now)" : "") +
-          "; replicate writes a standby copy, never the disk it backs up. Nothing was written");
-    }
-  }
-  return Status::Ok();
-}
 
 // The first line of a sysfs attribute, or "" when there is none.
 std::string SysfsLine(const std::string& path) {
@@ -188,7 +153,8 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                                            const catalog::SnapshotInfo& snap,
                                            const ReplicateRequest& request) {
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(request.tuning));  // before any login
-  WB_RETURN_IF_ERROR(RefuseSource(repo, snap, request.to));
+  // Running rows are stale here: replicate holds the writer lock a running snapshot would hold.
+  WB_RETURN_IF_ERROR(RefuseSourceOf(repo, request.to, snap.id, false));
   if (request.to == "-") {
     return Status::InvalidArgument("a replica is a LUN, block device or file, not stdout");
   }

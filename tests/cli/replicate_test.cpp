@@ -5,12 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "support/repo_cli.h"
 
@@ -219,4 +223,48 @@ TEST_CASE("replicas: --forget drops the record, and the next replicate compares"
   auto r = s.Replicate();
   CHECK(r["mode"] == "check");
   CHECK(r["chunks_written"] == 0);
+}
+
+namespace {
+
+int64_t RunningSnapshots(const std::string& catalog) {
+  sqlite3* db = nullptr;
+  int64_t n = -1;
+  if (sqlite3_open_v2(catalog.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM snapshots WHERE status = 'running'", -1, &st,
+                           nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "restore: the source of a snapshot running now is refused; once that run was killed, it is "
+    "not",
+    "[replicate]") {
+  Setup s;
+  wanbackup::testing::RunOptions o;
+  o.env = {{"WANBACKUP_REPO", s.repo.path()}, {"WANBACKUP_KEY_FILE", s.repo.key()}};
+  wanbackup::testing::Background snap({WB_WANBACKUP_BIN, "snapshot", s.image, "--limit-rate", "1M"},
+                                      o);  // about 12 s
+  bool running = false;
+  for (int i = 0; i < 200 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    running = RunningSnapshots(s.repo.catalog()) > 0;
+  }
+  REQUIRE(running);
+  const RunResult refused = s.repo.Wb({"restore", "1", "--to", s.image, "--force"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("is the source of snapshot 2, running now"));
+  snap.Kill(SIGKILL);
+  snap.Wait(std::chrono::seconds(10));
+  CHECK(RunningSnapshots(s.repo.catalog()) == 1);  // the killed run's row stays behind
+  s.repo.Ok({"restore", "1", "--to", s.image, "--force"});
 }
