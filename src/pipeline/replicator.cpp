@@ -123,6 +123,64 @@ Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInf
   return ReplicatePlan{ReplicateMode::kDiff, replica.snapshot_id, reason};
 }
 
+namespace {
+
+// What a run compares against: the chunk maps a diff starts from, or the replica read back.
+struct Baseline {
+  std::vector<int64_t> base;         // diff: the map of the snapshot the replica held
+  std::vector<int64_t> interrupted;  // diff: the map an interrupted run was writing, if another
+  std::unique_ptr<BlockSource> readback;  // check
+};
+
+Status LoadBaseline(Repository& repo, const catalog::SnapshotInfo& snap, const ReplicatePlan& plan,
+                    int64_t was_writing, const ReplicateOptions& options, Baseline* out) {
+  if (plan.mode == ReplicateMode::kDiff) {
+    // The maps the diff trusts must be the sealed ones, like the snapshot's own.
+    for (int64_t id : {plan.base_snapshot, was_writing}) {
+      if (id == 0 || id == snap.id) continue;
+      WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo other, repo.catalog().GetSnapshot(id));
+      WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, other, true));
+    }
+    WB_ASSIGN_OR_RETURN(out->base, LoadMap(repo, plan.base_snapshot, snap.chunk_count()));
+    if (was_writing != 0 && was_writing != snap.id) {
+      WB_ASSIGN_OR_RETURN(out->interrupted, LoadMap(repo, was_writing, snap.chunk_count()));
+    }
+  } else if (plan.mode == ReplicateMode::kCheck) {
+    if (!options.open_readback) return Status::Internal("replicate: no way to read the replica");
+    WB_ASSIGN_OR_RETURN(out->readback, options.open_readback());
+  }
+  return Status::Ok();
+}
+
+// The chunks to write: where the maps differ (either of them, after an interrupted run), or
+// where the replica read back differs (counting the bytes read); all of a new file.
+ChunkSelector Selector(Repository& repo, const catalog::SnapshotInfo& snap, ReplicateMode mode,
+                       const Baseline& b, uint64_t* bytes_read) {
+  if (mode == ReplicateMode::kDiff) {
+    return [&b](uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* write) {
+      write->assign(ids.size(), false);
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const uint64_t i = first + k;
+        (*write)[k] = b.base[i] != ids[k] || (!b.interrupted.empty() && b.interrupted[i] != ids[k]);
+      }
+      return Status::Ok();
+    };
+  }
+  if (mode == ReplicateMode::kCheck) {
+    return [&repo, &snap, &b, bytes_read](uint64_t first, const std::vector<int64_t>& ids,
+                                          std::vector<bool>* write) {
+      WB_RETURN_IF_ERROR(CompareSegment(repo, snap, *b.readback, first, ids, write));
+      const uint64_t begin = first * snap.chunk_size;
+      *bytes_read +=
+          std::min<uint64_t>(snap.size_bytes, begin + ids.size() * snap.chunk_size) - begin;
+      return Status::Ok();
+    };
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo& snap,
                                   catalog::Replica* replica, BlockSink& sink,
                                   const ReplicateOptions& options) {
@@ -132,62 +190,29 @@ Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo&
   if (!options.restore.record_checked) {
     WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, snap, true));
   }
-  const uint64_t chunks = snap.chunk_count();
-  std::vector<int64_t> base, interrupted;
-  std::unique_ptr<BlockSource> readback;
-  const ReplicateMode mode = result.plan.mode;
-  const int64_t was_writing = replica->writing_snapshot_id;
-  if (mode == ReplicateMode::kDiff) {
-    // The maps the diff trusts must be the sealed ones, like the snapshot's own.
-    for (int64_t id : {result.plan.base_snapshot, was_writing}) {
-      if (id == 0 || id == snap.id) continue;
-      WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo other, repo.catalog().GetSnapshot(id));
-      WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, other, true));
-    }
-    WB_ASSIGN_OR_RETURN(base, LoadMap(repo, result.plan.base_snapshot, chunks));
-    if (was_writing != 0 && was_writing != snap.id) {
-      WB_ASSIGN_OR_RETURN(interrupted, LoadMap(repo, was_writing, chunks));
-    }
-  } else if (mode == ReplicateMode::kCheck) {
-    if (!options.open_readback) return Status::Internal("replicate: no way to read the replica");
-    WB_ASSIGN_OR_RETURN(readback, options.open_readback());
-  }
+  Baseline baseline;
+  WB_RETURN_IF_ERROR(
+      LoadBaseline(repo, snap, result.plan, replica->writing_snapshot_id, options, &baseline));
 
   // Inconsistent from here until the sink is finished. The record keeps the snapshot the
   // replica held only while a diff from it stays exact: not when it is being compared, nor when
   // a second interrupted target would have to be remembered.
   catalog::Replica r = *replica;
   r.writing_snapshot_id = snap.id;
-  r.snapshot_id =
-      mode == ReplicateMode::kDiff && interrupted.empty() ? result.plan.base_snapshot : 0;
+  r.snapshot_id = result.plan.mode == ReplicateMode::kDiff && baseline.interrupted.empty()
+                      ? result.plan.base_snapshot
+                      : 0;
   r.fingerprint = options.fingerprint;
   WB_RETURN_IF_ERROR(Save(repo, &r));
   *replica = r;
 
-  ChunkSelector select;
-  if (mode == ReplicateMode::kDiff) {
-    select = [&](uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* write) {
-      write->assign(ids.size(), false);
-      for (size_t k = 0; k < ids.size(); ++k) {
-        const uint64_t i = first + k;
-        (*write)[k] = base[i] != ids[k] || (!interrupted.empty() && interrupted[i] != ids[k]);
-      }
-      return Status::Ok();
-    };
-  } else if (mode == ReplicateMode::kCheck) {
-    select = [&](uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* write) {
-      WB_RETURN_IF_ERROR(CompareSegment(repo, snap, *readback, first, ids, write));
-      const uint64_t begin = first * snap.chunk_size;
-      result.bytes_read +=
-          std::min<uint64_t>(snap.size_bytes, begin + ids.size() * snap.chunk_size) - begin;
-      return Status::Ok();
-    };
-  }
   RestoreOptions restore = options.restore;
   restore.record_checked = true;
   FailpointSink sink_with_failpoints(sink);
-  WB_ASSIGN_OR_RETURN(RestoreResult written,
-                      RestoreSelected(repo, snap, sink_with_failpoints, restore, select));
+  WB_ASSIGN_OR_RETURN(
+      RestoreResult written,
+      RestoreSelected(repo, snap, sink_with_failpoints, restore,
+                      Selector(repo, snap, result.plan.mode, baseline, &result.bytes_read)));
 
   r.snapshot_id = snap.id;
   r.writing_snapshot_id = 0;
@@ -196,7 +221,7 @@ Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo&
   r.chunks_written = written.chunks_written;
   WB_RETURN_IF_ERROR(Save(repo, &r));
   *replica = r;
-  result.chunks_total = chunks;
+  result.chunks_total = snap.chunk_count();
   result.chunks_written = written.chunks_written;
   result.bytes_written = written.bytes_written;
   result.elapsed = Clock::now() - start;
