@@ -107,10 +107,13 @@ TEST_CASE("jobs: a job runs from its generated systemd service and crontab line 
   const nlohmann::json third = nlohmann::json::parse(
       Ok(bed.Wanbackup({"run", "db", "--config", config, "--json"}, Long())).out);
   CHECK(third["status"] == "ok");
-  CHECK(third["steps"][1]["step"] == "forget");
-  CHECK(third["steps"][1]["forgotten"].size() == 1);
-  CHECK(third["steps"][2]["status"] == "ok");  // prune
-  CHECK(third["steps"][3]["share_of"] == 2);   // verify: half the chunks per run
+  REQUIRE(third["steps"].size() == 5);
+  CHECK(third["steps"][1]["step"] == "replicate");
+  CHECK(third["steps"][1]["status"] == "skipped");  // no replicate_to in this job
+  CHECK(third["steps"][2]["step"] == "forget");
+  CHECK(third["steps"][2]["forgotten"].size() == 1);
+  CHECK(third["steps"][3]["status"] == "ok");  // prune
+  CHECK(third["steps"][4]["share_of"] == 2);   // verify: half the chunks per run
 
   const nlohmann::json jobs =
       nlohmann::json::parse(Ok(bed.Wanbackup({"jobs", "--config", config, "--json"})).out);
