@@ -29,10 +29,6 @@ struct SnapshotCommandOptions {
   TuningFlags tuning;
 };
 
-double Seconds(std::chrono::nanoseconds d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 std::string ProgressText(const pipeline::SnapshotProgress& p) {
   const double s = Seconds(p.elapsed);
   const double rate = s > 0 ? static_cast<double>(p.bytes_done) / s : 0;

@@ -125,10 +125,6 @@ class History {
   std::unique_ptr<catalog::Catalog> cat_;
 };
 
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 Status SnapshotStep(Context& ctx, StepOutcome* out) {
   WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
   Result<pipeline::SnapshotResult> result = SnapshotSource(*repo, SnapshotRequestFor(ctx.job));

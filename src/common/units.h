@@ -29,6 +29,11 @@ Result<uint64_t> ParseByteRate(std::string_view text);
 // A share given as "0.5%", "0.005" or "5e-3"; must lie within [0, 1].
 Result<double> ParseFraction(std::string_view text);
 
+// A duration as seconds with a fraction, for rates and summaries.
+inline double Seconds(std::chrono::nanoseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 // "4.00 MiB", "512 B", "1.50 GiB".
 std::string FormatBytes(uint64_t bytes);
 // Decimal megabytes per second, the unit storage people compare: "118.4 MB/s".

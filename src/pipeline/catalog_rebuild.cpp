@@ -27,14 +27,6 @@ struct Location {
   uint32_t stored_size = 0;
 };
 
-struct DigestHash {
-  size_t operator()(const Digest& d) const {
-    size_t h;
-    std::memcpy(&h, d.data(), sizeof h);
-    return h;
-  }
-};
-
 size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
   switch (kind) {
     case RecordKind::kChunk:

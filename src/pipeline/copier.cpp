@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "pipeline/internal/bytes.h"
 #include "pipeline/zero.h"
 
 namespace wanbackup::pipeline {
@@ -16,10 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+using Buffer = internal::MallocBuffer;
 
 constexpr uint64_t kZeroGranule = 64 << 10;
 constexpr uint64_t kMinTailRequest = 256 << 10;

@@ -17,15 +17,12 @@
 #include <vector>
 
 #include "common/cancel.h"
+#include "pipeline/internal/bytes.h"
 
 namespace wanbackup::pipeline {
 namespace {
 
 constexpr uint64_t kDirectAlign = 4096;  // covers every logical block size Linux supports
-
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
 
 // Leaves direct I/O for cached reads of pages that are dropped first.
 void DropDirect(int fd) {
@@ -108,7 +105,7 @@ class FileSourceImpl final : public FileSource {
 
  private:
   void Work() {
-    std::unique_ptr<uint8_t, FreeDeleter> bounce;  // direct reads: aligned, this thread's
+    internal::MallocBuffer bounce;  // direct reads: aligned, this thread's
     size_t bounce_size = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -126,8 +123,7 @@ class FileSourceImpl final : public FileSource {
   }
 
   // Reads the aligned span around `r` with O_DIRECT into `bounce` and copies `r`'s part out.
-  Status ReadDirect(const ReadRequest& r, std::unique_ptr<uint8_t, FreeDeleter>& bounce,
-                    size_t& bounce_size) {
+  Status ReadDirect(const ReadRequest& r, internal::MallocBuffer& bounce, size_t& bounce_size) {
     const uint64_t start = r.offset / kDirectAlign * kDirectAlign;
     const uint64_t end = r.offset + r.length;
     const size_t span = static_cast<size_t>((end - start + kDirectAlign - 1) / kDirectAlign) *

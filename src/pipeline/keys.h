@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,15 @@
 namespace wanbackup::pipeline {
 
 using Digest = std::array<uint8_t, 32>;
+
+// For unordered containers of digests: a keyed hash's bytes are already uniform.
+struct DigestHash {
+  size_t operator()(const Digest& d) const {
+    size_t h;
+    std::memcpy(&h, d.data(), sizeof h);
+    return h;
+  }
+};
 
 // 32 secret bytes in sodium_malloc memory. Writable through mutable_data() until Seal(), then
 // read-only (a stray write faults instead of changing the key). Move-only; a moved-from key

@@ -5,6 +5,8 @@
 #include <sodium.h>
 #include <zstd.h>
 
+#include "pipeline/internal/bytes.h"
+
 namespace wanbackup::pipeline {
 namespace {
 
@@ -13,13 +15,8 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kNonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
 constexpr size_t kTag = crypto_aead_xchacha20poly1305_ietf_ABYTES;
 
-void PutU32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t GetU32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
+using internal::GetU32;
+using internal::PutU32;
 
 // Associated data: what the header says about the payload, so it cannot be swapped. Chunks
 // keep format 1's 37 bytes; other kinds add the kind byte. Returns the length.

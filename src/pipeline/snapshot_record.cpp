@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/internal/bytes.h"
 #include "pipeline/internal/json_fields.h"
 
 namespace wanbackup::pipeline {
@@ -14,13 +15,8 @@ constexpr uint8_t kSegmentVersion = 1;
 constexpr int kSnapshotRecordVersion = 1;
 constexpr int kForgetRecordVersion = 1;
 
-void PutU32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t GetU32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
+using internal::GetU32;
+using internal::PutU32;
 
 }  // namespace
 

@@ -41,14 +41,6 @@ int64_t UnixMs() {
       .count();
 }
 
-struct DigestHash {
-  size_t operator()(const Digest& d) const {
-    size_t h;
-    std::memcpy(&h, d.data(), sizeof h);  // a keyed hash: its bytes are already uniform
-    return h;
-  }
-};
-
 // CPU time per stage in nanoseconds, added from any thread.
 struct StageClock {
   std::atomic<int64_t> zero{0}, digest{0}, dedup{0}, compress{0}, encrypt{0}, write{0}, catalog{0};

@@ -16,6 +16,7 @@ using wanbackup::PacedSource;
 using wanbackup::Pacer;
 using wanbackup::ParseByteRate;
 using wanbackup::ReadRequest;
+using wanbackup::Seconds;
 using wanbackup::StatusCode;
 
 namespace {
@@ -34,10 +35,6 @@ class VirtualPacer : public Pacer {
  private:
   Clock::time_point now_{};
 };
-
-double Seconds(std::chrono::nanoseconds d) {
-  return std::chrono::duration<double>(d).count();
-}
 
 }  // namespace
 
