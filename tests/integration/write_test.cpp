@@ -1,6 +1,8 @@
 // Writing LUNs through the emulated WAN: restore a snapshot to a LUN of the reference target and
 // read it back bit-exact; copy a file to a LUN, also through a blackhole; a LUN too small is
-// refused and left untouched.
+// refused and left untouched; a target killed and restarted mid-write is logged into again.
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -295,4 +297,54 @@ TEST_CASE("copy: a write-protected LUN is refused in one line before anything is
   CHECK_THAT(r.err, Catch::Contains("write-protected") && Catch::Contains("nothing written"));
   ReadBack(lun, 1 << 20, back);
   CHECK_FALSE(SameBytes(back, image, 1 << 20));
+}
+
+TEST_CASE("copy: a target restarted mid-WRITE is logged into again and the LUN is bit-exact",
+          "[copy][write][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  // A target of its own on a backing file of ours, so killing it leaves the shared ones alone
+  // and the bytes it wrote can be compared directly.
+  const std::string dir = bed.dir + "/restarted-target", image = tmp / "image";
+  const std::string backing = tmp / "backing";
+  const std::string iqn = "iqn.2026-11.org.wanbackup:restarted";
+  const std::string reftarget = std::string(WB_SOURCE_DIR) + "/scripts/reftarget";
+  REQUIRE(Run({"truncate", "-s", "64M", backing}).exit_code == 0);
+  REQUIRE(Run({"sh", "-c", "head -c 64M /dev/urandom > '" + image + "'"}).exit_code == 0);
+  const std::vector<std::string> start = {reftarget, "start",     "--dir",     dir,
+                                          "--netns", bed.netns_b, "--portal",  "0.0.0.0:3264",
+                                          "--iqn",   iqn,         "--backing", backing};
+  RunResult started = Run(start);
+  INFO(started.err);
+  REQUIRE(started.exit_code == 0);
+  bed.Wan("set delay=5ms rate=80mbit");  // 64 MiB take about 7 s
+  RunResult r;
+  const std::vector<std::string> args = {"copy",
+                                         image,
+                                         "iscsi://" + bed.addr_b + ":3264/" + iqn + "/1",
+                                         "--json",
+                                         "--timeout",
+                                         "2s",
+                                         "--login-timeout",
+                                         "2s",
+                                         "--retry-timeout",
+                                         "60s"};
+  std::thread copy([&] { r = bed.Wanbackup(args); });
+  std::this_thread::sleep_for(1500ms);
+  std::ifstream pidfile(dir + "/tgtd.pid");
+  pid_t pid = 0;
+  pidfile >> pid;
+  if (pid > 0) ::kill(pid, SIGKILL);  // the one we started; WRITEs in flight get no status
+  std::this_thread::sleep_for(2s);
+  RunResult restarted = Run(start);  // same LUN, same backing file
+  copy.join();
+  Run({reftarget, "stop", "--dir", dir});
+  REQUIRE(pid > 0);
+  INFO(restarted.err);
+  REQUIRE(restarted.exit_code == 0);
+  auto summary = Json(r);
+  CHECK(summary["write_reconnects"].get<int>() >= 1);
+  CHECK(summary["bytes"].get<uint64_t>() == 64u << 20);
+  CHECK(SameBytes(backing, image, 64u << 20));
 }
