@@ -7,6 +7,10 @@ file's directory up to the repository's top, the compile command, and the file p
 (-fdirectives-only, so a change to any header it includes counts). Results, findings included,
 are kept under BUILD/clang-tidy-cache/. Prints each finding once (a header's findings appear in
 every file that includes it) and exits 1 when there is any.
+
+A unity batch (CMake's Unity/unity_N_cxx.cxx, WANBACKUP_UNITY) is one entry that #includes its
+sources: it is checked when any of them matches the pattern, with .cpp files reported like
+headers, so CLI11's and json's headers are walked once a batch rather than once a file.
 """
 import argparse
 import concurrent.futures
@@ -19,6 +23,20 @@ import subprocess
 import sys
 
 FINDING = re.compile(r"^(\S+):(\d+):(\d+): (warning|error): (.*)$")
+UNITY = re.compile(r"/Unity/unity_\d+_cxx\.cxx$")
+UNITY_INCLUDE = re.compile(r'^#include "(.+)"$', re.M)
+# In a batch, the sources are included files: report their findings too. The batch's own
+# #include of a .cpp is what a unity build is, not a finding.
+UNITY_FILTER = "--header-filter=(src|tests|bench)/.*\\.(h|cpp)$"
+UNITY_CHECKS = "-bugprone-suspicious-include"
+
+
+def sources_of(entry):
+    """The files an entry compiles: itself, or for a unity batch the sources it includes."""
+    if not UNITY.search(entry["file"]):
+        return [entry["file"]]
+    with open(entry["file"], encoding="utf-8") as f:
+        return UNITY_INCLUDE.findall(f.read())
 
 
 def compile_args(entry):
@@ -71,8 +89,13 @@ def key_of(entry, version, top):
 
 def check(entry, build, cache, version, top, relax):
     """(file, output, cached?) for one compile database entry."""
-    extra = relax.get(os.path.relpath(entry["file"], top))
-    extra_args = [f"--checks={extra}"] if extra else []
+    checks = [relax[r] for r in (os.path.relpath(f, top) for f in sources_of(entry)) if r in relax]
+    extra_args = []
+    if UNITY.search(entry["file"]):
+        checks.insert(0, UNITY_CHECKS)
+        extra_args.append(UNITY_FILTER)
+    if checks:
+        extra_args.append("--checks=" + ",".join(checks))
     key = key_of(entry, version + "".join(extra_args).encode(), top)
     path = os.path.join(cache, key)
     if os.path.exists(path):
@@ -101,7 +124,8 @@ def main():
     top = os.path.abspath(o.top)
     relax = dict(r.split("=", 1) for r in o.relax)
     with open(os.path.join(o.build, "compile_commands.json"), encoding="utf-8") as f:
-        entries = [e for e in json.load(f) if re.search(o.pattern, e["file"])]
+        entries = [e for e in json.load(f)
+                   if any(re.search(o.pattern, s) for s in sources_of(e))]
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True).stdout
     cache = os.path.join(o.build, "clang-tidy-cache")
     os.makedirs(cache, exist_ok=True)
@@ -118,7 +142,8 @@ def main():
                     findings.add(os.path.relpath(m.group(1), top) + line[len(m.group(1)):])
     for line in sorted(findings):
         print(line, file=sys.stderr)
-    print(f"clang-tidy: {len(entries)} files, {checked} checked, {reused} unchanged since "
+    files = sum(len(sources_of(e)) for e in entries)
+    print(f"clang-tidy: {files} files in {len(entries)} runs, {checked} checked, {reused} unchanged since "
           f"their last check, {len(findings)} findings", file=sys.stderr)
     return 1 if findings else 0
 
