@@ -45,22 +45,33 @@ Result<std::vector<ByteRange>> QueryDeallocated(Connection& conn, const LunInfo&
   return out;
 }
 
-Result<std::vector<ByteRange>> LbaStatusQuery::Deallocated(uint64_t offset, uint64_t length) {
-  if (!gave_up_.ok()) return gave_up_;
-  if (!conn_) {
-    Result<std::unique_ptr<Connection>> opened = Connection::Open(options_);
-    if (!opened.ok()) {
-      gave_up_ = opened.status();
-      return gave_up_;
-    }
-    conn_ = std::move(opened).value();
-    // Skipping blocks on the word of a different device would lose data: prove it is the same.
-    if (Status same = VerifySameLun(*conn_, lun_, /*identity=*/true); !same.ok()) {
-      gave_up_ = same;
-      conn_.reset();
-      return gave_up_;
-    }
+LbaStatusQuery::LbaStatusQuery(ConnectionOptions options, LunInfo lun)
+    : options_(std::move(options)), lun_(std::move(lun)) {
+  opener_ = std::thread([this] { Open(); });
+}
+
+LbaStatusQuery::~LbaStatusQuery() {
+  stop_ = true;
+  if (opener_.joinable()) opener_.join();
+}
+
+void LbaStatusQuery::Open() {
+  Result<std::unique_ptr<Connection>> opened = Connection::Open(options_, &stop_);
+  if (!opened.ok()) {
+    gave_up_ = opened.status();
+    return;
   }
+  conn_ = std::move(opened).value();
+  // Skipping blocks on the word of a different device would lose data: prove it is the same.
+  if (Status same = VerifySameLun(*conn_, lun_, /*identity=*/true); !same.ok()) {
+    gave_up_ = same;
+    conn_.reset();
+  }
+}
+
+Result<std::vector<ByteRange>> LbaStatusQuery::Deallocated(uint64_t offset, uint64_t length) {
+  if (opener_.joinable()) opener_.join();
+  if (!gave_up_.ok()) return gave_up_;
   Result<std::vector<ByteRange>> ranges = QueryDeallocated(*conn_, lun_, offset, length);
   if (!ranges.ok()) {
     gave_up_ = ranges.status();
