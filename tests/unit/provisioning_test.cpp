@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "initiator/lun_info.h"
+
 using wanbackup::Status;
 using wanbackup::StatusCode;
 using wanbackup::initiator::internal::CollectDeallocated;
@@ -180,4 +182,18 @@ TEST_CASE("provisioning: a gap between descriptors counts as mapped", "[provisio
   auto got = CollectDeallocated(0, 60, std::ref(target));
   REQUIRE(got.ok());
   CHECK(*got == std::vector<LbaExtent>{{0, 10}, {50, 10}});
+}
+
+TEST_CASE("provisioning: only a thin LUN whose deallocated blocks read as zeros may skip them",
+          "[provisioning]") {
+  // IscsiSource asks GET LBA STATUS only when this holds: with LBPRZ=0 a deallocated block's
+  // content is not defined, so it is read like any other.
+  wanbackup::initiator::LunInfo lun;
+  CHECK_FALSE(lun.deallocated_reads_zero());
+  lun.thin_provisioned = true;  // LBPME
+  CHECK_FALSE(lun.deallocated_reads_zero());
+  lun.unmapped_reads_zero = true;  // LBPRZ
+  CHECK(lun.deallocated_reads_zero());
+  lun.thin_provisioned = false;
+  CHECK_FALSE(lun.deallocated_reads_zero());
 }
