@@ -53,6 +53,18 @@ rt add-lun --iqn "$ro" --size 8M --readonly >/dev/null
 rt add-target --iqn "$scratch"
 rt add-lun --iqn "$scratch" --size 48M >/dev/null
 rt add-lun --iqn "$scratch" --size 8M --block-size 4096 >/dev/null
+# A thin LUN (tgt's thin_provisioning=1) whose sparse backing file holds data in 20 % of it:
+# 4 MiB pieces at the start of chunks 0, 5, 11, 16 and 22 of its 25, and 64 KiB inside chunk 20
+# (a chunk only partly mapped is read whole). GET LBA STATUS reports the rest deallocated.
+thin=iqn.2026-11.org.wanbackup:thin thin_file="$dir/luns/thin.img"
+rm -f "$thin_file"
+truncate -s 100M "$thin_file"
+for mib in 0 20 44 64 88; do
+  dd if=/dev/urandom of="$thin_file" bs=1M seek="$mib" count=4 conv=notrunc status=none
+done
+dd if=/dev/urandom of="$thin_file" bs=64K seek=$((81 * 16)) count=1 conv=notrunc status=none
+rt add-target --iqn "$thin"
+rt add-lun --iqn "$thin" --backing "$thin_file" --thin >/dev/null
 rtc start --netns "$NETNS_B" --portal 0.0.0.0:3261 --iqn "$chap" --chap-user alice \
     --chap-secret-file "$dir/secrets/chap.secret" --size 16M
 rtc add-target --iqn "$mutual" --chap-user bob --chap-secret-file "$dir/secrets/chap.secret" \
@@ -67,6 +79,10 @@ CHAP_IQN=$chap
 MUTUAL_IQN=$mutual
 READONLY_IQN=$ro
 SCRATCH_IQN=$scratch
+THIN_IQN=$thin
+THIN_FILE=$thin_file
+THIN_SIZE=$(stat -c %s "$thin_file")
+THIN_DATA_BYTES=$((20 * 1024 * 1024 + 64 * 1024))
 SCRATCH_LUN1_SIZE=$((48 * 1024 * 1024))
 SCRATCH_LUN2_SIZE=$((8 * 1024 * 1024))
 LUN1_FILE=$lun1

@@ -94,6 +94,8 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
                         // From 10 % to 90 % of the bytes: without start-up and tail.
                         {"steady_bytes_per_second", steady_rate},
                         {"zero_bytes_skipped", r.zero_bytes_skipped},
+                        {"bytes_read", r.source.bytes_read},
+                        {"bytes_deallocated", r.bytes_deallocated},
                         {"connections", r.source.peak_connections},
                         {"queue_depth", r.source.queue_depth},
                         {"io_size", r.source.io_size},
@@ -115,6 +117,9 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
             std::to_string(r.source.queue_depth) + " READs x " + FormatBytes(r.source.io_size) +
             ", RTT " + FormatDuration(r.source.rtt) + ", " + std::to_string(r.source.retries) +
             " retries, " + std::to_string(r.source.reconnects) + " reconnects";
+  }
+  if (r.bytes_deallocated > 0) {
+    line += "; " + FormatBytes(r.bytes_deallocated) + " deallocated on the LUN, not read";
   }
   line += "; peak memory " + FormatBytes(rss);
   PrintInfo(line);

@@ -34,6 +34,28 @@ double Millis(std::chrono::nanoseconds d) {
   return static_cast<double>(d.count()) / 1e6;
 }
 
+const char* ProvisioningTypeName(int type) {
+  switch (type) {
+    case 1:
+      return "resource";
+    case 2:
+      return "thin";
+    default:
+      return "full";
+  }
+}
+
+// "thin, deallocated reads zero, 12.8 MiB mapped" for a thin LUN; "full" otherwise.
+std::string ProvisioningText(const initiator::LunInfo& lun) {
+  if (!lun.thin_provisioned) return "full";
+  std::string text = "thin";
+  text += lun.unmapped_reads_zero ? ", deallocated reads zero" : ", deallocated undefined";
+  text += ", mapped " + (lun.mapped_bytes ? FormatBytes(*lun.mapped_bytes) + " (" +
+                                                std::to_string(*lun.mapped_bytes) + " B)"
+                                          : std::string("unknown"));
+  return text;
+}
+
 nlohmann::json LunJson(const initiator::LunInfo& lun) {
   nlohmann::json j = {{"lun", lun.lun},
                       {"type", lun.device_type},
@@ -49,6 +71,16 @@ nlohmann::json LunJson(const initiator::LunInfo& lun) {
     j["physical_block_size"] = lun.physical_block_size;
     j["thin_provisioned"] = lun.thin_provisioned;
     j["unmapped_reads_zero"] = lun.unmapped_reads_zero;
+    // GET LBA STATUS's sum for a thin LUN; null when it is not thin or the target refused.
+    j["mapped_bytes"] = lun.mapped_bytes ? nlohmann::json(*lun.mapped_bytes) : nlohmann::json();
+    nlohmann::json page;  // null: the LUN has no Logical Block Provisioning page
+    if (lun.has_provisioning_page) {
+      page = {{"unmap", lun.unmap_supported},
+              {"write_same_unmap", lun.write_same_unmap_supported},
+              {"unmapped_reads_zero", lun.page_unmapped_reads_zero},
+              {"provisioning_type", ProvisioningTypeName(lun.provisioning_type)}};
+    }
+    j["provisioning_page"] = page;
     j["max_transfer_bytes"] = uint64_t{lun.max_transfer_blocks} * lun.block_size;
     j["optimal_transfer_bytes"] = uint64_t{lun.optimal_transfer_blocks} * lun.block_size;
   }
@@ -138,6 +170,7 @@ void PrintHuman(const initiator::ProbeReport& report) {
       const std::string vp = lun.vendor + " " + lun.product;
       std::printf("  %-4d %-11s %-30s %-9s %-9s %-24s %s\n", lun.lun, lun.device_type.c_str(),
                   size.c_str(), block.c_str(), xfer.c_str(), vp.c_str(), lun.serial.c_str());
+      if (lun.is_disk()) std::printf("       provisioning: %s\n", ProvisioningText(lun).c_str());
     }
     if (t.rate) {
       const auto& r = *t.rate;

@@ -80,6 +80,7 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
         {"seconds", secs},
         {"bytes_per_second", secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0},
         {"bytes_read", i.bytes_read},
+        {"bytes_deallocated", r.bytes_deallocated},
         {"bytes_new", i.bytes_new},
         {"bytes_stored", i.bytes_stored},
         {"chunks_total", i.chunks_total},
@@ -104,7 +105,10 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
               FormatBytes(i.bytes_new) + " new, stored as " + FormatBytes(i.bytes_stored) + "; " +
               std::to_string(i.chunks_total) + " chunks: " + std::to_string(i.chunks_new) +
               " new, " + std::to_string(i.chunks_zero) + " all-zero, " +
-              std::to_string(i.chunks_total - i.chunks_new - i.chunks_zero) + " already stored");
+              std::to_string(i.chunks_total - i.chunks_new - i.chunks_zero) + " already stored" +
+              (r.bytes_deallocated > 0
+                   ? "; " + FormatBytes(r.bytes_deallocated) + " deallocated on the LUN, not read"
+                   : ""));
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -28,6 +29,14 @@ struct ReadRequest {
   uint64_t length = 0;        // bytes, a multiple of the block size, > 0
   uint8_t* buffer = nullptr;  // `length` bytes; untouched by the caller until completion
   uint64_t tag = 0;           // returned with the completion
+};
+
+// A byte range of a device, [offset, offset + length).
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t end() const { return offset + length; }
+  bool operator==(const ByteRange&) const = default;
 };
 
 struct ReadCompletion {
@@ -65,6 +74,16 @@ class BlockSource {
   virtual Result<ReadCompletion> Wait() = 0;
   // Thread-safe (see above).
   virtual SourceStats Stats() const = 0;
+  // The parts of [offset, offset + length) that the device says hold no data and read as zeros
+  // (a thin LUN's deallocated blocks): sorted, disjoint, block-aligned, inside the range. What
+  // is not listed may hold data and must be read. An error means "no information": the caller
+  // reads everything, as it would from a source that never deallocates (the default). May take
+  // a round trip; the caller asks ahead, a bounded range at a time. Consumer thread only.
+  virtual Result<std::vector<ByteRange>> DeallocatedRanges(uint64_t offset, uint64_t length) {
+    (void)offset;
+    (void)length;
+    return std::vector<ByteRange>{};
+  }
 };
 
 class BlockSink {

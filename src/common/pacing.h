@@ -58,6 +58,10 @@ class PacedSource final : public BlockSource {
   Status Submit(const ReadRequest& request) override;
   Result<ReadCompletion> Wait() override { return inner_->Wait(); }
   SourceStats Stats() const override { return inner_->Stats(); }
+  // Unpaced: what is deallocated is never read, so it costs no bandwidth.
+  Result<std::vector<ByteRange>> DeallocatedRanges(uint64_t offset, uint64_t length) override {
+    return inner_->DeallocatedRanges(offset, length);
+  }
 
   BlockSource& inner() { return *inner_; }
 

@@ -25,9 +25,15 @@ Result<std::unique_ptr<IscsiSource>> IscsiSource::Open(IscsiSourceOptions option
   config.plan = PlanTransfer(tuning);
   config.retry_timeout = options.retry_timeout;
   config.lun = lun;
+  // Only where deallocated blocks read as zeros may GET LBA STATUS stand in for reading them.
+  std::unique_ptr<internal::LbaStatusQuery> lba_status;
+  if (lun.deallocated_reads_zero()) {
+    lba_status = std::make_unique<internal::LbaStatusQuery>(options.connection.Clone(), lun);
+  }
   auto transport = std::make_unique<internal::IscsiTransport>(
       options.connection.Clone(), std::move(opened.lun), std::move(opened.conn));
-  auto engine = std::make_unique<internal::ReadEngine>(std::move(transport), std::move(config));
+  auto engine = std::make_unique<internal::ReadEngine>(std::move(transport), std::move(config),
+                                                       std::move(lba_status));
   engine->Start();
   return std::unique_ptr<IscsiSource>(std::move(engine));
 }

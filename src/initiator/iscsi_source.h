@@ -12,6 +12,11 @@
 // two commands. Medium errors are retried twice, then the range completes with an error:
 // never zero-filled. With no progress for `retry_timeout`, the source fails, naming the range
 // it could not read and why.
+//
+// Thin LUNs: when READ CAPACITY(16) reports LBPME and LBPRZ (deallocated blocks read as zeros),
+// DeallocatedRanges asks GET LBA STATUS on a session of its own (internal/lba_status_query.h),
+// so callers need not read what holds no data; otherwise, or once the target refuses, it
+// reports nothing deallocated.
 #pragma once
 
 #include <chrono>

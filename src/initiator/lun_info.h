@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace wanbackup::initiator {
@@ -22,12 +23,24 @@ struct LunInfo {
   bool unmapped_reads_zero = false;  // LBPRZ
   bool write_protected = false;      // MODE SENSE: the WP bit (a read-only LUN)
 
+  // Logical Block Provisioning VPD (0xB2); all false when the LUN has no such page.
+  bool has_provisioning_page = false;
+  bool unmap_supported = false;             // LBPU
+  bool write_same_unmap_supported = false;  // LBPWS: WRITE SAME(16) with the UNMAP bit
+  bool page_unmapped_reads_zero = false;    // the page's LBPRZ
+  int provisioning_type = 0;                // 0 full or not reported, 1 resource, 2 thin
+
+  // Probe only: bytes GET LBA STATUS does not report deallocated, when it answered.
+  std::optional<uint64_t> mapped_bytes;
+
   // Block Limits VPD (0xB0), in logical blocks; 0 means "not reported".
   uint32_t max_transfer_blocks = 0;
   uint32_t optimal_transfer_blocks = 0;
   bool has_block_limits = false;
 
   bool is_disk() const { return device_type_code == 0; }
+  // Deallocated blocks read as zeros, so GET LBA STATUS may stand in for reading them.
+  bool deallocated_reads_zero() const { return thin_provisioned && unmapped_reads_zero; }
   uint64_t size_bytes() const { return block_count * block_size; }
 };
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "initiator/internal/connection.h"
+#include "initiator/internal/lba_status_query.h"
 #include "initiator/internal/lun_query.h"
 #include "initiator/iscsi_source.h"
 
@@ -72,6 +73,19 @@ Result<RateTest> MeasureRate(const ProbeOptions& options) {
   return result;
 }
 
+// A thin LUN's mapped bytes: its size less what GET LBA STATUS reports deallocated. Left
+// unknown when the target refuses the command (or the LUN is not thin).
+void MeasureMapped(Connection& conn, LunInfo* lun) {
+  if (!lun->is_disk() || !lun->thin_provisioned) return;
+  Result<std::vector<ByteRange>> deallocated =
+      internal::QueryDeallocated(conn, *lun, 0, lun->size_bytes());
+  if (!deallocated.ok()) return;
+  uint64_t mapped = lun->size_bytes();
+  for (const ByteRange& r : *deallocated)
+    mapped -= r.length;
+  lun->mapped_bytes = mapped;
+}
+
 Result<ProbedTarget> ProbeTarget(const ProbeOptions& probe, const ConnectionOptions& options,
                                  std::optional<int> only_lun) {
   WB_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Connection::Open(options));
@@ -89,6 +103,7 @@ Result<ProbedTarget> ProbeTarget(const ProbeOptions& probe, const ConnectionOpti
   for (int lun : luns) {
     Result<LunInfo> info = internal::QueryLun(*conn, lun);
     if (!info.ok()) return info.status();
+    MeasureMapped(*conn, &info.value());
     target.luns.push_back(std::move(info).value());
   }
   conn.reset();  // log out before the rate test logs in again

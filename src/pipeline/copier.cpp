@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "pipeline/deallocation.h"
 #include "pipeline/internal/bytes.h"
 #include "pipeline/zero.h"
 
@@ -21,6 +22,8 @@ using Buffer = internal::MallocBuffer;
 
 constexpr uint64_t kZeroGranule = 64 << 10;
 constexpr uint64_t kMinTailRequest = 256 << 10;
+// The copier asks the source about deallocated ranges this many requests ahead at first.
+constexpr uint64_t kDeallocationWindowRequests = 256;
 
 uint64_t RoundUp(uint64_t v, uint64_t m) {
   return (v + m - 1) / m * m;
@@ -154,6 +157,7 @@ class CopyRun {
         plan_(plan),
         buffers_(plan.max_buffers, plan.request_size),
         steady_(plan.total()),
+        deallocated_(source, plan.begin, plan.end, kDeallocationWindowRequests * plan.request_size),
         next_(plan.begin),
         write_pos_(plan.begin) {}
 
@@ -196,15 +200,30 @@ class CopyRun {
     return std::min(tail_size_ != 0 ? tail_size_ : plan_.request_size, remaining);
   }
 
-  // Keeps the source busy: as many requests as it likes, as buffers allow.
+  // Keeps the source busy: as many requests as it likes, as buffers allow. A request stops
+  // where a deallocated range starts; a deallocated range is not read but written as zeros.
   Status Submit() {
     while (next_ < plan_.end && in_flight_ < source_.preferred_in_flight()) {
-      const uint64_t size = NextRequestSize();
+      const RangeClass range = deallocated_.Classify(next_, NextRequestSize());
+      if (range.deallocated && plan_.skip_zeros && !plan_.ordered) {
+        result_.bytes_deallocated += range.length;  // the sink reads zeros there already
+        result_.zero_bytes_skipped += range.length;
+        next_ += range.length;
+        write_pos_ += range.length;
+        continue;
+      }
       uint8_t* buffer = buffers_.Take();
       if (buffer == nullptr) break;
       result_.peak_buffer_bytes = buffers_.allocated_bytes();
-      WB_RETURN_IF_ERROR(source_.Submit(ReadRequest{next_, size, buffer, 0}));
-      next_ += size;
+      const ReadRequest request{next_, range.length, buffer, 0};
+      next_ += range.length;
+      if (range.deallocated) {
+        result_.bytes_deallocated += range.length;
+        std::fill_n(buffer, range.length, uint8_t{0});
+        WB_RETURN_IF_ERROR(Complete(ReadCompletion{request, Status::Ok()}));
+        continue;
+      }
+      WB_RETURN_IF_ERROR(source_.Submit(request));
       ++in_flight_;
     }
     return Status::Ok();
@@ -248,6 +267,7 @@ class CopyRun {
   const CopyPlan plan_;
   Buffers buffers_;
   SteadyMeter steady_;
+  DeallocationLookahead deallocated_;
   CopyResult result_;
   const Clock::time_point start_ = Clock::now();
   Clock::time_point last_progress_ = start_;

@@ -5,7 +5,10 @@
 // positioned, or in order through a reorder window for sinks that need it (a pipe). Near the
 // end, requests shrink so that every connection finishes at about the same time instead of
 // one carrying a long tail. All-zero stretches (64 KiB granules) are skipped when the sink
-// gets zeros for free (a new file), leaving holes. Not thread-safe; runs on the calling thread.
+// gets zeros for free (a new file), leaving holes. Ranges the source reports deallocated (a thin
+// LUN's, asked ahead in windows: deallocation.h) are not read: they are zeros, skipped like
+// the zero granules or written as zeros (a LUN sink turns them into WRITE SAME). Not
+// thread-safe; runs on the calling thread.
 #pragma once
 
 #include <chrono>
@@ -37,6 +40,7 @@ struct CopyOptions {
 struct CopyResult {
   uint64_t bytes = 0;
   uint64_t zero_bytes_skipped = 0;
+  uint64_t bytes_deallocated = 0;  // reported deallocated by the source: never read
   std::chrono::nanoseconds elapsed{0};
   uint64_t peak_buffer_bytes = 0;
   SourceStats source;

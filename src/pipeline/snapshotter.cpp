@@ -13,6 +13,7 @@
 
 #include "common/cancel.h"
 #include "common/failpoint.h"
+#include "pipeline/deallocation.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_sealer.h"
 #include "pipeline/work_queue.h"
@@ -28,6 +29,10 @@ using Clock = std::chrono::steady_clock;
 // record memory stays bounded (each record is up to a chunk). Workers wait for a slot
 // (record_slots_) when writing falls behind.
 constexpr int kMaxRecordSlots = 62;
+
+// The reader asks the source which chunks are deallocated this many chunks ahead at first
+// (the window then doubles, deallocation.h).
+constexpr uint64_t kDeallocationWindowChunks = 64;
 
 int64_t ThreadCpuNs() {
   timespec ts{};
@@ -59,7 +64,8 @@ struct Job {
 };
 
 struct Outcome {
-  enum class Kind { kZero, kHashed, kEncoded, kError, kReaderDone } kind;
+  // kDeallocated: a chunk the source said holds no data (never read): a zero chunk.
+  enum class Kind { kZero, kDeallocated, kHashed, kEncoded, kError, kReaderDone } kind;
   uint64_t index = 0;
   uint8_t* buffer = nullptr;  // kHashed: still holds the chunk
   uint32_t length = 0;
@@ -102,6 +108,9 @@ class Snapshotter {
   Status SyncPack();
   void Stop();
   void Report(bool force);
+  uint64_t ChunkLength(uint64_t index) const {
+    return std::min(chunk_size_, size_ - index * chunk_size_);
+  }
 
   Repository& repo_;
   catalog::Catalog& catalog_;
@@ -139,6 +148,7 @@ class Snapshotter {
   std::map<uint64_t, std::pair<std::vector<int64_t>, uint64_t>> segments_;  // first -> ids, filled
   uint64_t done_chunks_ = 0;
   uint64_t done_bytes_ = 0;
+  uint64_t bytes_deallocated_ = 0;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_report_ = Clock::now();
 };
@@ -158,17 +168,28 @@ void Snapshotter::ReaderLoop() {
       --in_flight;
     }
   };
+  DeallocationLookahead deallocated(source_, 0, size_, kDeallocationWindowChunks * chunk_size_);
   while (!stop_.load()) {
     const bool more = next < chunk_count_;
+    if (more && deallocated.Deallocated(next * chunk_size_, ChunkLength(next))) {
+      ++chunks_delivered_;
+      outcomes_.Push(Outcome{Outcome::Kind::kDeallocated,
+                             next,
+                             nullptr,
+                             static_cast<uint32_t>(ChunkLength(next)),
+                             {},
+                             {},
+                             {}});
+      ++next;
+      continue;
+    }
     uint8_t* buffer = nullptr;
     if (more && in_flight < std::max<size_t>(1, source_.preferred_in_flight())) {
       buffer = in_flight == 0 ? buffers_->Take() : buffers_->TryTake();
       if (buffer == nullptr && in_flight == 0) return;  // closed: we are stopping
     }
     if (buffer != nullptr) {
-      const uint64_t offset = next * chunk_size_;
-      const uint64_t length = std::min(chunk_size_, size_ - offset);
-      Status s = source_.Submit(ReadRequest{offset, length, buffer, next});
+      Status s = source_.Submit(ReadRequest{next * chunk_size_, ChunkLength(next), buffer, next});
       if (!s.ok()) {
         drain();
         return fail(s);
@@ -294,7 +315,7 @@ Status Snapshotter::Resolve(uint64_t index, int64_t chunk_id, const Digest& dige
   ids[index - first] = chunk_id;
   ++filled;
   ++done_chunks_;
-  done_bytes_ += std::min(chunk_size_, size_ - index * chunk_size_);
+  done_bytes_ += ChunkLength(index);
   if (filled == count) {
     const int64_t t0 = ThreadCpuNs();
     WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, ids));
@@ -402,6 +423,11 @@ Status Snapshotter::Coordinate() {
         break;
       case Outcome::Kind::kZero:
         info_.bytes_read += o->length;
+        ++info_.chunks_zero;
+        WB_RETURN_IF_ERROR(Resolve(o->index, 0, kZeroChunkDigest));
+        break;
+      case Outcome::Kind::kDeallocated:  // stored as a zero chunk read from the device would be
+        bytes_deallocated_ += o->length;
         ++info_.chunks_zero;
         WB_RETURN_IF_ERROR(Resolve(o->index, 0, kZeroChunkDigest));
         break;
@@ -530,6 +556,7 @@ Result<SnapshotResult> Snapshotter::Run() {
   result.stages = clock_.Seconds();
   result.elapsed = Clock::now() - start_;
   result.source = source_.Stats();
+  result.bytes_deallocated = bytes_deallocated_;
   return result;
 }
 

@@ -1,7 +1,10 @@
 // Taking a snapshot: the pipeline that reads a source into the repository.
 //
 //   reader thread    submits chunk-sized reads (LBA-aligned, last one short) to the BlockSource
-//                    and passes completed chunks on
+//                    and passes completed chunks on; a chunk the source reports deallocated
+//                    (a thin LUN's, BlockSource::DeallocatedRanges, asked ahead in windows:
+//                    deallocation.h) is not read and becomes a zero chunk, as an all-zero
+//                    chunk read from the source does
 //   worker threads   (one per core) all-zero check and keyed BLAKE2b digest; then, for chunks the
 //                    repository does not hold yet, zstd and XChaCha20-Poly1305 into a record
 //   this thread      dedup (catalog + chunks in flight), appends records to the pack, records
@@ -59,6 +62,8 @@ struct SnapshotResult {
   uint64_t peak_buffer_bytes = 0;
   int abandoned_runs = 0;  // interrupted earlier runs found and closed
   SourceStats source;
+  // Bytes of zero chunks the source reported deallocated, never read (not in info.bytes_read).
+  uint64_t bytes_deallocated = 0;
 };
 
 // REQUIRES: `repo` opened for writing.

@@ -111,6 +111,8 @@ TEST_CASE(
     auto first = Json(bed.Wanbackup({"snapshot", url, "--repo", s.repo, "--json"}, WithPass()));
     CHECK(first["size_bytes"].get<uint64_t>() == std::stoull(bed.Var(prefix + "SIZE")));
     CHECK(first["block_size"].get<int>() == std::stoi(bed.Var(prefix + "BLOCK")));
+    CHECK(first["bytes_read"].get<uint64_t>() == std::stoull(bed.Var(prefix + "SIZE")));
+    CHECK(first["bytes_deallocated"].get<uint64_t>() == 0);  // not a thin LUN
     const std::string out = s.dir + "/lun" + std::to_string(lun) + ".img";
     Json(Local({"restore", std::to_string(first["snapshot"].get<int>()), "--to", out, "--repo",
                 s.repo, "--json"}));

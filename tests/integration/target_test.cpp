@@ -117,9 +117,9 @@ TEST_CASE("probe: discovery finds and describes every target the portal offers",
     names.push_back(t["name"]);
     CHECK_FALSE(t["luns"].empty());
   }
-  // The plain target, the read-only one, and the scratch target restores write to.
-  CHECK(names.size() == 3);
-  for (const char* key : {"PLAIN_IQN", "READONLY_IQN", "SCRATCH_IQN"}) {
+  // The plain target, the read-only one, the scratch target restores write to, the thin one.
+  CHECK(names.size() == 4);
+  for (const char* key : {"PLAIN_IQN", "READONLY_IQN", "SCRATCH_IQN", "THIN_IQN"}) {
     CHECK(std::find(names.begin(), names.end(), bed.Var(key)) != names.end());
   }
 }

@@ -21,6 +21,7 @@ Status MemorySource::Submit(const ReadRequest& r) {
   std::lock_guard<std::mutex> lock(mu_);
   pending_.push_back(r);
   request_sizes_.push_back(r.length);
+  reads_.push_back(ByteRange{r.offset, r.length});
   max_outstanding_ = std::max(max_outstanding_, pending_.size());
   return Status::Ok();
 }
@@ -40,6 +41,35 @@ Result<ReadCompletion> MemorySource::Wait() {
   std::memcpy(r.buffer, data_.data() + r.offset, r.length);
   bytes_read_ += r.length;
   return ReadCompletion{r, Status::Ok()};
+}
+
+Result<std::vector<ByteRange>> MemorySource::DeallocatedRanges(uint64_t offset, uint64_t length) {
+  std::lock_guard<std::mutex> lock(mu_);
+  deallocation_queries_.push_back(ByteRange{offset, length});
+  if (!refusal_.ok()) return refusal_;
+  std::vector<ByteRange> out;
+  for (const ByteRange& d : deallocated_) {
+    const uint64_t from = std::max(d.offset, offset);
+    const uint64_t to = std::min(d.end(), offset + length);
+    if (from < to) out.push_back(ByteRange{from, to - from});
+  }
+  return out;
+}
+
+void MemorySource::SetDeallocated(std::vector<ByteRange> ranges, Status refusal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  deallocated_ = std::move(ranges);
+  refusal_ = std::move(refusal);
+}
+
+std::vector<ByteRange> MemorySource::deallocation_queries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deallocation_queries_;
+}
+
+std::vector<ByteRange> MemorySource::reads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reads_;
 }
 
 SourceStats MemorySource::Stats() const {

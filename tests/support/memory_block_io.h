@@ -27,7 +27,16 @@ class MemorySource : public BlockSource {
   Status Submit(const ReadRequest& request) override;
   Result<ReadCompletion> Wait() override;
   SourceStats Stats() const override;
+  // The parts of `deallocated` (see SetDeallocated) inside the range, or `refusal`.
+  Result<std::vector<ByteRange>> DeallocatedRanges(uint64_t offset, uint64_t length) override;
 
+  // Makes the source report `ranges` (sorted, disjoint) as deallocated, as a thin LUN would;
+  // with a `refusal` (not OK), every question fails with it instead.
+  void SetDeallocated(std::vector<ByteRange> ranges, Status refusal = Status::Ok());
+  // Questions DeallocatedRanges answered (or refused), in order.
+  std::vector<ByteRange> deallocation_queries() const;
+  // Every read submitted, in order.
+  std::vector<ByteRange> reads() const;
   // Requests overlapping [offset, offset + length) complete with `status`.
   void FailRange(uint64_t offset, uint64_t length, Status status);
   // For assertions after the reading is done.
@@ -50,6 +59,10 @@ class MemorySource : public BlockSource {
   size_t max_outstanding_ = 0;
   uint64_t bytes_read_ = 0;
   std::vector<uint64_t> request_sizes_;
+  std::vector<ByteRange> reads_;
+  std::vector<ByteRange> deallocated_;
+  Status refusal_;
+  std::vector<ByteRange> deallocation_queries_;
 };
 
 class MemorySink : public BlockSink {

@@ -141,3 +141,62 @@ TEST_CASE("copier: a copy done in one completion has no steady rate", "[copier]"
   CHECK(result->steady_bytes == 0);
   CHECK(result->steady_elapsed.count() == 0);
 }
+
+namespace {
+
+using wanbackup::ByteRange;
+
+// 32 requests of 64 KiB whose deallocated ranges (zeros in the data) a thin source reports:
+// requests 4-11 whole, and half of request 20 (from its middle to the end of request 21).
+struct ThinImage {
+  std::vector<uint8_t> data = Pattern(32 * 65536);
+  std::vector<ByteRange> deallocated = {{4 * 65536, 8 * 65536}, {20 * 65536 + 32768, 98304}};
+  ThinImage() {
+    for (const ByteRange& r : deallocated)
+      std::fill_n(data.begin() + static_cast<std::ptrdiff_t>(r.offset), r.length, 0);
+  }
+};
+
+bool ReadsOverlap(const std::vector<ByteRange>& reads, const std::vector<ByteRange>& ranges) {
+  for (const ByteRange& read : reads) {
+    for (const ByteRange& r : ranges) {
+      if (read.offset < r.end() && r.offset < read.end()) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("copier: what a thin source reports deallocated is not read and lands as zeros",
+          "[copier][thin]") {
+  const ThinImage thin;
+  for (bool ordered : {false, true}) {
+    for (bool zeros_free : {false, true}) {
+      INFO("ordered " << ordered << ", zeros free " << zeros_free);
+      MemorySource source(thin.data, 512, 8, 65536, 3);
+      source.SetDeallocated(thin.deallocated);
+      MemorySink sink(ordered, zeros_free);
+      auto result = Copy(source, sink, CopyOptions{});
+      REQUIRE(result.ok());
+      CHECK(sink.bytes == thin.data);
+      CHECK(result->bytes_deallocated == 8 * 65536 + 98304);
+      CHECK(source.Stats().bytes_read == thin.data.size() - result->bytes_deallocated);
+      CHECK_FALSE(ReadsOverlap(source.reads(), thin.deallocated));
+    }
+  }
+}
+
+TEST_CASE("copier: a source that refuses to say what is deallocated is read whole",
+          "[copier][thin]") {
+  const ThinImage thin;
+  MemorySource source(thin.data, 512);
+  source.SetDeallocated(thin.deallocated, Status::Unsupported("GET LBA STATUS refused"));
+  MemorySink sink(false, true);
+  auto result = Copy(source, sink, CopyOptions{});
+  REQUIRE(result.ok());
+  CHECK(sink.bytes == thin.data);
+  CHECK(result->bytes_deallocated == 0);
+  CHECK(source.Stats().bytes_read == thin.data.size());
+  CHECK(source.deallocation_queries().size() == 1);  // asked once, then never again
+}

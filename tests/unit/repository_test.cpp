@@ -63,6 +63,19 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A snapshot's map: the chunk id of every chunk in order (0 for an all-zero chunk).
+std::vector<int64_t> ChunkIds(Repository& repo, int64_t snapshot) {
+  std::vector<int64_t> out;
+  REQUIRE(repo.catalog()
+              .ForEachMapSegment(snapshot,
+                                 [&out](uint64_t, const std::vector<int64_t>& ids) {
+                                   out.insert(out.end(), ids.begin(), ids.end());
+                                   return wanbackup::Status::Ok();
+                                 })
+              .ok());
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("repository: a snapshot restores bit-exact, zeros as holes", "[repository]") {
@@ -84,6 +97,58 @@ TEST_CASE("repository: a snapshot restores bit-exact, zeros as holes", "[reposit
   CHECK(restored->zero_bytes == 8 * 65536);
   CHECK(ReadFile(t.dir + "/out.img") == image);
   CHECK(CheckRestored(*repo, snap->info, t.dir + "/out.img").ok());
+}
+
+TEST_CASE("repository: deallocated chunks of a thin source are not read and restore as zeros",
+          "[repository][thin]") {
+  TempRepo t;
+  REQUIRE(Repository::Init(t.path, Quick("pw")).ok());
+  auto repo = OpenRw(t.path, "pw");
+  const auto image = Image();  // chunks 16-23 are zeros
+  // The source reports chunks 16-23 deallocated, and the second half of chunk 24 (whose
+  // first half holds data: a chunk partly deallocated is read whole).
+  auto partly = image;
+  std::fill_n(partly.begin() + 24 * 65536 + 32768, 32768, 0);
+  wanbackup::testing::MemorySource thin(partly, 1, 8, 65536);
+  thin.SetDeallocated({{16 * 65536, 8 * 65536}, {24 * 65536 + 32768, 32768}});
+  auto snap = TakeSnapshot(*repo, thin, SnapshotOptions{});
+  REQUIRE(snap.ok());
+  CHECK(snap->bytes_deallocated == 8 * 65536);
+  CHECK(snap->info.bytes_read == image.size() - 8 * 65536);
+  CHECK(snap->info.chunks_zero == 8);
+  for (const wanbackup::ByteRange& read : thin.reads())
+    CHECK((read.end() <= 16 * 65536 || read.offset >= 24 * 65536));
+
+  // The same image read whole gives the same snapshot map: zero chunks stored alike.
+  wanbackup::testing::MemorySource whole(partly, 1, 8, 65536);
+  auto full = TakeSnapshot(*repo, whole, SnapshotOptions{});
+  REQUIRE(full.ok());
+  CHECK(full->bytes_deallocated == 0);
+  CHECK(full->info.chunks_zero == 8);
+  CHECK(full->info.chunks_new == 0);
+  CHECK(ChunkIds(*repo, snap->info.id) == ChunkIds(*repo, full->info.id));
+
+  auto sink = FileSink::Open(t.dir + "/out.img", FileSinkOptions{});
+  REQUIRE(sink.ok());
+  REQUIRE(RestoreSnapshot(*repo, snap->info, **sink, RestoreOptions{}).ok());
+  CHECK(ReadFile(t.dir + "/out.img") == partly);
+}
+
+TEST_CASE("repository: a thin source that refuses GET LBA STATUS is read whole",
+          "[repository][thin]") {
+  TempRepo t;
+  REQUIRE(Repository::Init(t.path, Quick("pw")).ok());
+  auto repo = OpenRw(t.path, "pw");
+  const auto image = Image();
+  wanbackup::testing::MemorySource refusing(image, 1, 8, 65536);
+  refusing.SetDeallocated({{16 * 65536, 8 * 65536}},
+                          wanbackup::Status::Unsupported("ILLEGAL REQUEST, INVALID OPCODE"));
+  auto snap = TakeSnapshot(*repo, refusing, SnapshotOptions{});
+  REQUIRE(snap.ok());
+  CHECK(snap->bytes_deallocated == 0);
+  CHECK(snap->info.bytes_read == image.size());
+  CHECK(snap->info.chunks_zero == 8);
+  CHECK(refusing.deallocation_queries().size() == 1);
 }
 
 TEST_CASE("repository: a second snapshot of the same data stores nothing", "[repository]") {

@@ -47,7 +47,8 @@ struct Rig {
 
 Rig Make(const FakeLinkOptions& link, const TuningPlan& plan,
          const std::function<void(FakeTransport&)>& script = {}, bool thin = false,
-         std::chrono::milliseconds retry_timeout = 300s) {
+         std::chrono::milliseconds retry_timeout = 300s,
+         const std::function<void(LunInfo&)>& describe = {}) {
   auto fake = std::make_unique<FakeTransport>(link);
   if (script) script(*fake);
   WriteEngineConfig config;
@@ -58,6 +59,7 @@ Rig Make(const FakeLinkOptions& link, const TuningPlan& plan,
   config.lun.block_count = link.lun_bytes / link.block_size;
   config.lun.thin_provisioned = thin;
   config.lun.unmapped_reads_zero = thin;
+  if (describe) describe(config.lun);
   config.rtt = link.rtt;
   config.plan = plan;
   config.retry_timeout = retry_timeout;
@@ -145,6 +147,61 @@ TEST_CASE("write engine: zeros are unmapped on a thin LUN that reads unmapped bl
   CHECK(rig.fake->Disk() == image);
   CHECK(rig.fake->unmaps() == rig.fake->write_sames());
   CHECK(rig.fake->unmaps() >= 1);
+}
+
+TEST_CASE("write engine: a provisioning page with WRITE SAME(16) UNMAP lets zeros be unmapped",
+          "[engine][write]") {
+  FakeLinkOptions link;
+  link.lun_bytes = 4 << 20;
+  Rig rig = Make(link, Plan(2, 2, 264 << 10), {}, /*thin=*/true, 300s, [](LunInfo& lun) {
+    lun.has_provisioning_page = true;
+    lun.unmap_supported = true;
+    lun.write_same_unmap_supported = true;
+    lun.page_unmapped_reads_zero = true;
+    lun.provisioning_type = 2;
+  });
+  const std::vector<uint8_t> image = Image(link.lun_bytes);
+  WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
+  REQUIRE(out.finish.ok());
+  CHECK(rig.fake->Disk() == image);
+  CHECK(rig.fake->unmaps() >= 1);
+  CHECK(rig.fake->unmaps() == rig.fake->write_sames());
+}
+
+TEST_CASE("write engine: a provisioning page without WRITE SAME(16) UNMAP keeps zeros mapped",
+          "[engine][write]") {
+  // READ CAPACITY(16) says thin and LBPRZ, but the page lists only UNMAP (LBPU): WRITE SAME
+  // still writes the zeros, without the UNMAP bit the target did not promise to honour.
+  FakeLinkOptions link;
+  link.lun_bytes = 4 << 20;
+  Rig rig = Make(link, Plan(2, 2, 264 << 10), {}, /*thin=*/true, 300s, [](LunInfo& lun) {
+    lun.has_provisioning_page = true;
+    lun.unmap_supported = true;
+    lun.write_same_unmap_supported = false;
+  });
+  const std::vector<uint8_t> image = Image(link.lun_bytes);
+  WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
+  REQUIRE(out.finish.ok());
+  CHECK(rig.fake->Disk() == image);
+  CHECK(rig.fake->write_sames() >= 1);
+  CHECK(rig.fake->unmaps() == 0);
+}
+
+TEST_CASE("write engine: UNMAP needs LBPME and LBPRZ, and LBPWS only where the page exists",
+          "[engine][write]") {
+  using wanbackup::initiator::internal::UnmapsZeros;
+  LunInfo lun;
+  CHECK_FALSE(UnmapsZeros(lun));
+  lun.thin_provisioned = true;
+  CHECK_FALSE(UnmapsZeros(lun));  // deallocated blocks' content undefined (LBPRZ=0)
+  lun.unmapped_reads_zero = true;
+  CHECK(UnmapsZeros(lun));  // no page: READ CAPACITY(16) alone, as before
+  lun.has_provisioning_page = true;
+  CHECK_FALSE(UnmapsZeros(lun));
+  lun.write_same_unmap_supported = true;
+  CHECK(UnmapsZeros(lun));
+  lun.thin_provisioned = false;
+  CHECK_FALSE(UnmapsZeros(lun));
 }
 
 TEST_CASE("write engine: a connection lost mid-WRITE is replaced and its WRITEs redone",

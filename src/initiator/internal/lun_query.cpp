@@ -6,6 +6,8 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "initiator/internal/provisioning.h"
+
 namespace wanbackup::initiator::internal {
 namespace {
 
@@ -108,6 +110,17 @@ void DecodeBlockLimits(scsi_task* task, LunInfo* info) {
   info->optimal_transfer_blocks = bl->opt_xfer_len;
 }
 
+void DecodeProvisioning(scsi_task* task, LunInfo* info) {
+  const size_t size = task->datain.size > 0 ? static_cast<size_t>(task->datain.size) : 0;
+  std::optional<LbpPage> page = ParseLbpPage(task->datain.data, size);
+  if (!page) return;
+  info->has_provisioning_page = true;
+  info->unmap_supported = page->unmap;
+  info->write_same_unmap_supported = page->write_same_unmap;
+  info->page_unmapped_reads_zero = page->lbprz != 0;
+  info->provisioning_type = page->provisioning_type;
+}
+
 }  // namespace
 
 Result<std::vector<int>> ReportLuns(Connection& conn) {
@@ -133,8 +146,9 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
       return iscsi_inquiry_task(iscsi, lun, evpd, page, 255, cb, data);
     };
   };
-  // Everything at once: one round trip instead of six. READ CAPACITY and Block Limits fail
-  // harmlessly on a LUN that is not a disk.
+  // Everything at once: one round trip instead of seven. READ CAPACITY and the Block Limits
+  // and Logical Block Provisioning pages fail harmlessly on a LUN that is not a disk (or a
+  // target without the page).
   std::vector<Result<ScsiTaskPtr>> r = conn.ExecuteAll(
       {inquiry(0, 0), inquiry(1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER),
        inquiry(1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION),
@@ -145,7 +159,8 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
        [lun](iscsi_context* iscsi, auto cb, void* data) {
          return iscsi_modesense6_task(iscsi, lun, 1, SCSI_MODESENSE_PC_CURRENT,
                                       SCSI_MODEPAGE_RETURN_ALL_PAGES, 0, 255, cb, data);
-       }},
+       },
+       inquiry(1, SCSI_INQUIRY_PAGECODE_LOGICAL_BLOCK_PROVISIONING)},
       "describing LUN " + std::to_string(lun));
   if (conn.broken()) {
     for (auto& result : r) {
@@ -162,6 +177,7 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
   WB_RETURN_IF_ERROR(DecodeCapacity(r[3]->get(), at, &info));
   if (r[4].ok()) DecodeBlockLimits(r[4]->get(), &info);
   if (r[5].ok()) DecodeWriteProtect(r[5]->get(), &info);
+  if (r[6].ok()) DecodeProvisioning(r[6]->get(), &info);
   return info;
 }
 

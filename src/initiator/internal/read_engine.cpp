@@ -16,8 +16,16 @@ CommandEngineConfig EngineConfig(const ReadEngineConfig& config) {
 
 }  // namespace
 
-ReadEngine::ReadEngine(std::unique_ptr<Transport> transport, ReadEngineConfig config)
-    : config_(std::move(config)), engine_(std::move(transport), EngineConfig(config_)) {}
+ReadEngine::ReadEngine(std::unique_ptr<Transport> transport, ReadEngineConfig config,
+                       std::unique_ptr<LbaStatusQuery> lba_status)
+    : config_(std::move(config)),
+      engine_(std::move(transport), EngineConfig(config_)),
+      lba_status_(std::move(lba_status)) {}
+
+Result<std::vector<ByteRange>> ReadEngine::DeallocatedRanges(uint64_t offset, uint64_t length) {
+  if (!lba_status_) return std::vector<ByteRange>{};
+  return lba_status_->Deallocated(offset, length);
+}
 
 Status ReadEngine::Submit(const ReadRequest& request) {
   EngineRequest r;

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "initiator/internal/command_engine.h"
+#include "initiator/internal/lba_status_query.h"
 #include "initiator/internal/transport.h"
 #include "initiator/iscsi_source.h"
 
@@ -27,8 +28,10 @@ struct ReadEngineConfig {
 
 class ReadEngine final : public IscsiSource {
  public:
-  // Channel 0 of `transport` is open; more are opened as the plan asks.
-  ReadEngine(std::unique_ptr<Transport> transport, ReadEngineConfig config);
+  // Channel 0 of `transport` is open; more are opened as the plan asks. `lba_status`, when
+  // given (a thin LUN that reads deallocated blocks as zeros), answers DeallocatedRanges.
+  ReadEngine(std::unique_ptr<Transport> transport, ReadEngineConfig config,
+             std::unique_ptr<LbaStatusQuery> lba_status = nullptr);
 
   // BlockSource
   const SourceGeometry& geometry() const override { return config_.geometry; }
@@ -37,6 +40,7 @@ class ReadEngine final : public IscsiSource {
   Status Submit(const ReadRequest& request) override;
   Result<ReadCompletion> Wait() override;
   SourceStats Stats() const override { return engine_.Stats(); }
+  Result<std::vector<ByteRange>> DeallocatedRanges(uint64_t offset, uint64_t length) override;
 
   // IscsiSource
   const LunInfo& lun() const override { return config_.lun; }
@@ -49,6 +53,7 @@ class ReadEngine final : public IscsiSource {
  private:
   const ReadEngineConfig config_;
   CommandEngine engine_;
+  std::unique_ptr<LbaStatusQuery> lba_status_;  // consumer thread
 };
 
 }  // namespace wanbackup::initiator::internal

@@ -39,9 +39,11 @@ Status CheckWriteTarget(const std::string& name, const LunInfo& lun, uint64_t im
 WriteEngine::WriteEngine(std::unique_ptr<Transport> transport, WriteEngineConfig config)
     : config_(std::move(config)), engine_(std::move(transport), EngineConfig(config_)) {}
 
-bool WriteEngine::Unmaps() const {
-  // Deallocated blocks must read as zeros, or UNMAP would not leave the range as written.
-  return config_.lun.thin_provisioned && config_.lun.unmapped_reads_zero;
+bool UnmapsZeros(const LunInfo& lun) {
+  // Deallocated blocks must read as zeros, or UNMAP would not leave the range as written; and
+  // where the Logical Block Provisioning page exists, it must list WRITE SAME(16) with UNMAP.
+  if (!lun.deallocated_reads_zero()) return false;
+  return !lun.has_provisioning_page || lun.write_same_unmap_supported;
 }
 
 Status WriteEngine::Submit(const WriteRequest& request) {
@@ -57,7 +59,7 @@ Status WriteEngine::Submit(const WriteRequest& request) {
   r.buffer = const_cast<uint8_t*>(request.data);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   if (AllZero(request.data, request.length)) {
     r.op = BlockOp::kWriteZeros;  // no data over the WAN
-    r.unmap = Unmaps();
+    r.unmap = UnmapsZeros(config_.lun);
   } else {
     r.op = BlockOp::kWrite;
     r.fua = config_.fua;

@@ -8,7 +8,8 @@
 //     SYNCHRONIZE CACHE(16) over the whole LUN, and only its GOOD makes the run a success.
 //   - An all-zero request goes as WRITE SAME(16) of one zero block (no data over the WAN), with
 //     the UNMAP bit when the LUN is thin and reads unmapped blocks as zeros (LBPME and LBPRZ from
-//     READ CAPACITY(16)); a target that refuses WRITE SAME gets WRITEs of zeros instead.
+//     READ CAPACITY(16)) and, if it has a Logical Block Provisioning page, that page lists
+//     WRITE SAME(16) with UNMAP (LBPWS); a target that refuses WRITE SAME gets WRITEs of zeros.
 //   - Commands are sized and counted from what the login negotiated (PlanWrite, autotune.h):
 //     with InitialR2T=Yes every burst past the immediate data costs an R2T round trip.
 //   - CheckWriteTarget refuses a LUN smaller than the image, or whose block size does not divide
@@ -33,6 +34,9 @@ namespace wanbackup::initiator::internal {
 // InvalidArgument (nothing written) when an image of `image_bytes` does not fit the LUN or is not
 // a whole number of its blocks.
 Status CheckWriteTarget(const std::string& name, const LunInfo& lun, uint64_t image_bytes);
+
+// Whether all-zero writes may carry the UNMAP bit on `lun` (see above).
+bool UnmapsZeros(const LunInfo& lun);
 
 struct WriteEngineConfig {
   SourceGeometry geometry;  // the LUN, named for messages
@@ -85,8 +89,6 @@ class WriteEngine {
   void Start() { engine_.Start(); }
 
  private:
-  bool Unmaps() const;
-
   const WriteEngineConfig config_;
   CommandEngine engine_;
   size_t outstanding_ = 0;  // consumer thread
