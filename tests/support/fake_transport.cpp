@@ -216,6 +216,7 @@ void FakeTransport::Land(const wbi::BlockCommand& command) {
 void FakeTransport::Close(size_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   Channel& channel = ChannelAt(index);
+  if (channel.open) ++closes_;
   channel.open = false;
   ++channel.generation;  // nothing scheduled for it happens any more: no buffer is written
   channel.busy_until = now_;
@@ -301,6 +302,11 @@ void FakeTransport::Wake() {
 int FakeTransport::logins() const {
   std::lock_guard<std::mutex> lock(mu_);
   return logins_;
+}
+
+int FakeTransport::closes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closes_;
 }
 
 int FakeTransport::reconnect_logins() const {

@@ -168,7 +168,9 @@ TEST_CASE("read engine: a READ that times out costs its connection, not the data
   REQUIRE(out.fatal.ok());
   CHECK(out.failures.empty());
   CHECK(out.content_ok);
-  CHECK(rig.fake->reconnect_logins() >= 1);
+  // The hung connection was torn down. Whether it logs in again before the last READ lands
+  // (on the other connection, 30 s of virtual time after the rest) is a race: not asserted.
+  CHECK(rig.fake->closes() >= 1);
   CHECK(rig.engine->Stats().retries >= 1);
   CHECK(rig.fake->elapsed() >= link.command_timeout);  // it waited for the timeout (virtual time)
 }
