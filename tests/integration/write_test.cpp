@@ -154,7 +154,15 @@ TEST_CASE(
   std::thread copy([&] { r = bed.Wanbackup(args); });
   std::this_thread::sleep_for(1500ms);
   bed.Wan("blackhole 5s");
+  // 4 s in, the connections whose WRITEs timed out (2 s) are torn down. A socket closed the
+  // plain way would linger in FIN-WAIT-1 with its unsent data and deliver it once the link is
+  // back: stale WRITEs landing after newer data. Torn down with a reset, nothing lingers.
+  std::this_thread::sleep_for(4s);
+  const RunResult lingering =
+      bed.InSiteA({"ss", "-Htn", "state", "fin-wait-1", "state", "closing", "dport", "=", ":3260"});
   copy.join();
+  CHECK(lingering.exit_code == 0);
+  CHECK(lingering.out.empty());
   auto summary = Json(r);
   CHECK(summary["seconds"].get<double>() >= 5.0);  // the blackhole hit the copy
   bed.Wan("set delay=0ms rate=unlimited");

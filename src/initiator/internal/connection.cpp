@@ -322,6 +322,16 @@ void Connection::Abort() {
   if (iscsi_ == nullptr) return;
   iscsi_context* ctx = iscsi_;
   iscsi_ = nullptr;
+  // Close with a reset, dropping what the socket has not delivered. A plain close leaves the
+  // kernel retransmitting it: a WRITE given up on here (and sent again on another connection)
+  // would then reach the target whenever the link lets it through, perhaps after newer data for
+  // the same blocks, minutes later, in the next run. The target sees the reset and aborts what
+  // this connection left incomplete.
+  const int fd = iscsi_get_fd(ctx);
+  if (fd >= 0) {
+    const linger reset{1, 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  }
   iscsi_destroy_context(ctx);
 }
 
