@@ -129,8 +129,9 @@ TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated)
   const int trips = WriteRoundTrips(b, negotiated);
   int n = r.queue_depth;
   if (n == 0) {
-    const double in_flight = std::ceil(kWriteMargin * kAssumedLinkBytesPerSecond * rtt_s * trips /
-                                       static_cast<double>(b));
+    const double in_flight =
+        std::ceil(kWriteMargin * kAssumedLinkBytesPerSecond *
+                  (rtt_s * trips + kWriteRecoverySeconds) / static_cast<double>(b));
     n = std::clamp(static_cast<int>(std::ceil(in_flight / c)), 2, kMaxQueueDepth);
   }
   const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);

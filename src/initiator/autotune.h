@@ -96,15 +96,21 @@ TuningPlan PlanTransfer(const TuningRequest& request);
 // Memory in flight is K x B = bandwidth x RTT x R: the fewer round trips per WRITE the better,
 // so PlanWrite sends WRITEs of the unsolicited size when that is at least kMinUnsolicitedWrite
 // (one round trip each), else of unsolicited + one burst (two round trips; 264 KiB against
-// tgt's defaults: 8 KiB immediate, 256 KiB bursts), and keeps K = kWriteMargin x assumed link
-// rate x RTT x R / B of them in flight over the same C connections as a read, N = K / C each (at
-// least 2, at most kMaxQueueDepth; tgt takes 128 per session). The margin: a WRITE also holds
-// its buffer while its data crosses the line on its connection's share and while the target
-// stores it, which the round trips do not count. Measured against tgt through the emulated
-// 1 Gbit/s link, 512 MiB from /dev/shm (docs/performance.md, "Writing a LUN"): at 16 ms one-way
-// 9 x 4 WRITEs (no margin) gave 47 MB/s and 9 x 8 gave 77 MB/s beside iperf3 -P8's 100; at
-// 64 ms 16 x 8 gave 48 MB/s, 16 x 12 and 16 x 16 gave 60 and 57 beside iperf3's 67-75.
+// tgt's defaults: 8 KiB immediate, 256 KiB bursts), and keeps
+//   K = kWriteMargin x assumed link rate x (R x RTT + kWriteRecoverySeconds) / B
+// of them in flight over the same C connections as a read, N = K / C each (at least 2, at most
+// kMaxQueueDepth; tgt takes 128 per session). Why more than rate x R x RTT: a WRITE holds its
+// buffer until the target's status, also while its data waits its turn on its connection and
+// while that connection recovers a lost segment. Behind a 2 MiB queue 9-16 connections lose
+// 5-16 % of their segments there (measured with bbr senders; iperf3 -P8 loses as many), and a
+// WRITE whose tail was lost waits for a retransmission timeout, at least 200 ms on Linux
+// (TCP_RTO_MIN), whatever the RTT. Measured against tgt through the emulated 1 Gbit/s link, 1 GiB
+// from /dev/shm (docs/performance.md, "Writing a LUN"): at 16 ms one-way 9 x 7 WRITEs carried 83-86
+// MB/s, 9 x 14 98-103 and 9 x 28 103-107 beside iperf3 -P8's 112-116; at 64 ms 16 x 15 carried
+// 66-72 and 16 x 30 68-83 beside 78-83; at 0 ms 1 x 2 carried 81 and 1 x 64 107 beside 119. This
+// rule gives 9 x 28, 16 x 27 and 1 x 64 there (RTT 32.3, 128.3 and 0.1 ms).
 inline constexpr double kWriteMargin = 2.0;
+inline constexpr double kWriteRecoverySeconds = 0.2;
 inline constexpr uint64_t kMinUnsolicitedWrite = 64 << 10;
 inline constexpr uint32_t kAssumedMaxBurst = 256 << 10;  // when the login did not say
 uint64_t UnsolicitedWriteBytes(const NegotiatedParams& negotiated);

@@ -237,12 +237,17 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
   const TuningPlan at32 = PlanWrite(Lun(32ms), tgt);
   CHECK(at32.io_size == 264u << 10);
   CHECK(at32.connections == 8);
-  // 2 (margin) x 125 MB/s x 32 ms x 2 round trips / 264 KiB = 60 WRITEs in flight, 8 per
-  // connection.
-  CHECK(at32.queue_depth == 8);
+  // 2 (margin) x 125 MB/s x (32 ms x 2 round trips + 200 ms of loss recovery) / 264 KiB = 245
+  // WRITEs in flight, 31 per connection.
+  CHECK(at32.queue_depth == 31);
   const TuningPlan at128 = PlanWrite(Lun(128ms), tgt);
   CHECK(at128.connections == 16);
-  CHECK(at128.queue_depth == 15);  // 237 WRITEs in flight
+  CHECK(at128.queue_depth == 27);  // 422 WRITEs in flight
+  // On a LAN the recovery term alone asks for more than one connection takes: the per-connection
+  // maximum.
+  const TuningPlan lan = PlanWrite(Lun(100us), tgt);
+  CHECK(lan.connections == 1);
+  CHECK(lan.queue_depth == 64);
   CHECK_THAT(at128.explanation, Catch::Contains("WRITEs") && Catch::Contains("2 round trips"));
 
   // Unsolicited data worth a command: WRITEs of that size, one round trip each.
@@ -253,7 +258,7 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
   const TuningPlan free = PlanWrite(Lun(32ms), open);
   CHECK(free.io_size == 256u << 10);
   CHECK(WriteRoundTrips(free.io_size, open) == 1);
-  CHECK(free.queue_depth == 4);  // 2 x 16 in flight over 8 connections
+  CHECK(free.queue_depth == 28);  // 2 x 125 MB/s x 232 ms / 256 KiB = 222 over 8 connections
 
   // No immediate data at all: every byte waits for an R2T.
   NegotiatedParams none = tgt;

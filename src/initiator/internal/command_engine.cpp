@@ -303,7 +303,7 @@ void CommandEngine::OnConnected(const ConnectDone& done, Clock::time_point now) 
       return;
     }
     slot.state = Slot::State::kUp;
-    slot.ramp_bytes = kRampStartBytes;
+    slot.ramp_bytes = config_.ramp_start_bytes != 0 ? config_.ramp_start_bytes : kRampStartBytes;
     slot.delivered = 0;
     slot.rate = 0;
     slot.broken = false;

@@ -67,6 +67,10 @@ struct CommandEngineConfig {
   // Round trips one command of io_size costs (a READ 1; a WRITE 1 + its R2T bursts, see
   // write_plan.h): what one connection can carry alone is queue_depth x io_size per this many.
   int round_trips_per_command = 1;
+  // A new connection's commands start this small and double per completion up to io_size
+  // (command_engine.cpp, kRampStartBytes). 0: the default ramp, for READs. WRITEs start at full
+  // size: our own TCP paces their data, and a small WRITE costs the same round trips as a full one.
+  uint32_t ramp_start_bytes = 0;
 };
 
 class CommandEngine {

@@ -14,6 +14,7 @@ CommandEngineConfig EngineConfig(const WriteEngineConfig& config) {
   c.activity = "writing";
   c.unfinished = "unwritten";
   c.round_trips_per_command = WriteRoundTrips(config.plan.io_size, config.negotiated);
+  c.ramp_start_bytes = static_cast<uint32_t>(config.plan.io_size);
   return c;
 }
 
