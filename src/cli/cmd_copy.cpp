@@ -12,6 +12,7 @@
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
+#include "cli/tuning_flags.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
 #include "pipeline/copier.h"
@@ -191,7 +192,7 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
   AddLimitRateFlag(cmd, &opts->tuning);
   AddTargetFlags(cmd, &opts->target);
   cmd->footer(
-      AutotuneHelp() +
+      AutotuneHelp() + WriteTuneHelp() +
       "\nOUTPUT:\n"
       "  On a terminal a progress line shows bytes, rate, ETA, data in flight, connections and\n"
       "  RTT; otherwise one summary line is printed at the end (nothing with --quiet). A new\n"

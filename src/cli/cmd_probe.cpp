@@ -83,6 +83,7 @@ nlohmann::json LunJson(const initiator::LunInfo& lun) {
     j["provisioning_page"] = page;
     j["max_transfer_bytes"] = uint64_t{lun.max_transfer_blocks} * lun.block_size;
     j["optimal_transfer_bytes"] = uint64_t{lun.optimal_transfer_blocks} * lun.block_size;
+    j["max_write_same_bytes"] = lun.max_write_same_blocks * lun.block_size;  // 0: not reported
   }
   return j;
 }

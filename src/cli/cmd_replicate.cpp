@@ -9,6 +9,7 @@
 #include "cli/console.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
+#include "cli/tuning_flags.h"
 #include "pipeline/snapshot_check.h"
 
 namespace wanbackup::cli {
@@ -75,7 +76,8 @@ void RegisterReplicate(CLI::App& app, Runner* runner) {
       "compared chunk by chunk; so is any replica with --check, so that one changed behind\n"
       "wanbackup's back is repaired, not trusted. The replica's cache is synchronized before\n"
       "the run counts. A replica must hold the snapshot in whole blocks, and may not be the\n"
-      "source of the snapshot or of one running now.\n"
+      "source of the snapshot or of one running now.\n" +
+      WriteTuneHelp() +
       "\nEXAMPLES:\n"
       "  wanbackup replicate latest --to iscsi://dr-san/iqn.2001-05.com.example:db-standby/1 \\\n"
       "      --repo /backup/db\n"

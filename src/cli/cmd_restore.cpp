@@ -14,6 +14,7 @@
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
 #include "cli/target_guard.h"
+#include "cli/tuning_flags.h"
 #include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
@@ -138,7 +139,8 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
       "  InitialR2T=Yes each burst waits for an R2T round trip); a WRITE counts only when the\n"
       "  target acknowledged it, and SYNCHRONIZE CACHE ends the restore. All-zero chunks go as\n"
       "  WRITE SAME (no data on the wire; UNMAP on a thin LUN that reads unmapped blocks as\n"
-      "  zeros), or as WRITEs when the target refuses it.\n"
+      "  zeros), or as WRITEs when the target refuses it.\n" +
+      WriteTuneHelp() +
       "\nEXAMPLES:\n"
       "  wanbackup restore latest --to /srv/images/db.img --repo /backup/db --verify\n"
       "  wanbackup restore 12 --to /dev/vg0/db-restored --repo /backup/db\n"

@@ -16,16 +16,16 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
       ->group(group);
   command
       ->add_option("--queue-depth", flags->queue_depth,
-                   "READs in flight per connection on average (C x N in all; a fast "
-                   "connection takes up to 2 x N), 1-64; default: enough that all connections "
-                   "together hold 125 MB/s x RTT, at least 2, at most 4M / --io-size (2 up "
-                   "to about 64 ms one-way)")
+                   "READs (WRITEs to a LUN) in flight per connection on average (C x N in "
+                   "all; a fast connection takes up to 2 x N), 1-64; default: enough that all "
+                   "connections together hold 125 MB/s x RTT, at least 2, at most 4M / "
+                   "--io-size (2 up to about 64 ms one-way; WRITEs: see below)")
       ->check(CLI::Range(1, initiator::kMaxQueueDepth))
       ->group(group);
   command
       ->add_option("--io-size", flags->io_size,
-                   "bytes per READ, a multiple of the block size up to 64M; default 512K; capped "
-                   "by the LUN's maximum transfer length")
+                   "bytes per READ (or WRITE), a multiple of the block size up to 64M; default "
+                   "512K (WRITEs: see below); capped by the LUN's maximum transfer length")
       ->group(group);
   command
       ->add_option("--max-memory", flags->max_memory,
@@ -83,6 +83,19 @@ std::string AutotuneHelp() {
          "  reader does not wake for every few packets.\n"
          "  C x (N+1) x B stays within --max-memory (N shrinks first, then C, then B). Any\n"
          "  value given on the command line is used as is.\n";
+}
+
+std::string WriteTuneHelp() {
+  return "\nWRITING TO A LUN:\n"
+         "  A WRITE sends with its command only the immediate data (8 KiB against tgt's\n"
+         "  defaults); the rest waits for the target's R2T, one burst (256 KiB) per round trip.\n"
+         "  So WRITEs are the immediate data plus one burst (264 KiB, 2 round trips), or the\n"
+         "  unsolicited size (1 round trip) when the target allows InitialR2T=No with at least\n"
+         "  64 KiB, and C connections (as for reads: 1 below 2 ms RTT, else 4-16) together keep\n"
+         "  2 x 125 MB/s x (round trips x RTT + 0.2 s) of them in flight: the 0.2 s covers a\n"
+         "  WRITE whose last segment was lost on a full link and waits for TCP's retransmission\n"
+         "  timeout. At 32 ms RTT that is 9 x 28 WRITEs of 264 KiB (64 MiB), at 128 ms 16 x 27\n"
+         "  (111 MiB); within --max-memory. --queue-depth and --io-size then count WRITEs.\n";
 }
 
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options) {

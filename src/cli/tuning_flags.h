@@ -30,6 +30,8 @@ void AddLimitRateFlag(CLI::App* command, TuningFlags* flags);
 Result<uint64_t> LimitRate(const TuningFlags& flags);
 // The "how autotune chooses" text for a command's --help footer.
 std::string AutotuneHelp();
+// How WRITEs to a LUN are sized and counted, for copy, restore and replicate.
+std::string WriteTuneHelp();
 // Fills options.tuning and options.retry_timeout; rejects out-of-range values.
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options);
 

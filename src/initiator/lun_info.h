@@ -36,6 +36,7 @@ struct LunInfo {
   // Block Limits VPD (0xB0), in logical blocks; 0 means "not reported".
   uint32_t max_transfer_blocks = 0;
   uint32_t optimal_transfer_blocks = 0;
+  uint64_t max_write_same_blocks = 0;  // MAXIMUM WRITE SAME LENGTH
   bool has_block_limits = false;
 
   bool is_disk() const { return device_type_code == 0; }

@@ -309,6 +309,34 @@ TEST_CASE("write engine: a refused WRITE SAME becomes WRITEs of zeros", "[engine
   CHECK(rig.engine->Stats().write_same_refused);
 }
 
+TEST_CASE("write engine: WRITE SAMEs stay within the LUN's maximum WRITE SAME length",
+          "[engine][write]") {
+  FakeLinkOptions link;
+  link.lun_bytes = 4 << 20;
+  uint32_t longest = 0;
+  const auto watch = [&longest](FakeTransport& fake) {
+    fake.on_write = [&longest](const FakeCommand& c) {
+      if (c.op == BlockOp::kWriteZeros) longest = std::max(longest, c.bytes);
+      return FakeAnswer{};
+    };
+  };
+  const std::vector<uint8_t> zeros(link.lun_bytes, 0);
+  SECTION("no limit reported: one WRITE SAME for the 4 MiB") {
+    Rig rig = Make(link, Plan(2, 2, 264 << 10), watch);
+    REQUIRE(WriteAll(*rig.engine, zeros, 4 << 20).finish.ok());
+    CHECK(rig.fake->write_sames() == 1);
+    CHECK(longest == 4u << 20);
+  }
+  SECTION("a limit of 1024 blocks (512 KiB): eight") {
+    Rig rig = Make(link, Plan(2, 2, 264 << 10), watch, false, 300s,
+                   [](LunInfo& lun) { lun.max_write_same_blocks = 1024; });
+    REQUIRE(WriteAll(*rig.engine, zeros, 4 << 20).finish.ok());
+    CHECK(rig.fake->write_sames() == 8);
+    CHECK(longest == 512u << 10);
+    CHECK(rig.fake->bytes_written() == 0);  // none refused: no zeros went as data
+  }
+}
+
 TEST_CASE("write engine: the all-zero pieces inside a larger WRITE go as WRITE SAME",
           "[engine][write]") {
   FakeLinkOptions link;

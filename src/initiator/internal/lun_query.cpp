@@ -108,6 +108,7 @@ void DecodeBlockLimits(scsi_task* task, LunInfo* info) {
   info->has_block_limits = true;
   info->max_transfer_blocks = bl->max_xfer_len;
   info->optimal_transfer_blocks = bl->opt_xfer_len;
+  info->max_write_same_blocks = bl->max_ws_len;
 }
 
 void DecodeProvisioning(scsi_task* task, LunInfo* info) {

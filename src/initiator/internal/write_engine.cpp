@@ -1,5 +1,6 @@
 #include "initiator/internal/write_engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace wanbackup::initiator::internal {
@@ -15,6 +16,10 @@ CommandEngineConfig EngineConfig(const WriteEngineConfig& config) {
   c.unfinished = "unwritten";
   c.round_trips_per_command = WriteRoundTrips(config.plan.io_size, config.negotiated);
   c.ramp_start_bytes = static_cast<uint32_t>(config.plan.io_size);
+  // A target refuses a WRITE SAME longer than its Block Limits' MAXIMUM WRITE SAME LENGTH (and
+  // the engine would then send the zeros as data): stay within it.
+  const uint64_t ws_limit = config.lun.max_write_same_blocks * config.lun.block_size;
+  if (ws_limit != 0) c.write_same_bytes = std::min(c.write_same_bytes, ws_limit);
   return c;
 }
 
