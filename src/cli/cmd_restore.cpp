@@ -54,7 +54,8 @@ nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const OpenedSink& 
 Status Verify(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
               const RestoreCommandOptions& opts) {
   if (!initiator::LooksLikeIscsiUrl(opts.to)) return pipeline::CheckRestored(repo, snap, opts.to);
-  WB_ASSIGN_OR_RETURN(OpenedSource lun, OpenSource(opts.to, opts.target, opts.tuning));
+  WB_ASSIGN_OR_RETURN(OpenedSource lun,
+                      OpenSource(opts.to, opts.target, opts.tuning, SourceUse::kReadBack));
   return pipeline::CheckRestored(repo, snap, *lun.source);
 }
 

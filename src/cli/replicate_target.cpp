@@ -177,8 +177,8 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
     PrintInfo("writing " + out.replica.target + ": " + opened.tuning_explanation);
   }
   options.open_readback = [&request]() -> Result<std::unique_ptr<BlockSource>> {
-    WB_ASSIGN_OR_RETURN(OpenedSource source,
-                        OpenSource(request.to, request.target, request.tuning));
+    WB_ASSIGN_OR_RETURN(OpenedSource source, OpenSource(request.to, request.target, request.tuning,
+                                                        SourceUse::kReadBack));
     return std::move(source.source);
   };
   WB_ASSIGN_OR_RETURN(pipeline::ReplicatePlan plan,

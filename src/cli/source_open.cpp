@@ -10,7 +10,7 @@ namespace wanbackup::cli {
 namespace {
 
 Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& target,
-                                 const TuningFlags& tuning) {
+                                 const TuningFlags& tuning, SourceUse use) {
   OpenedSource opened;
   if (!initiator::LooksLikeIscsiUrl(spec)) {
     if (spec.find("://") != std::string::npos) {
@@ -31,6 +31,7 @@ Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& tar
   options.lun = *url.lun;
   WB_ASSIGN_OR_RETURN(options.connection, BuildConnectionOptions(std::move(url), target));
   WB_RETURN_IF_ERROR(ApplyTuningFlags(tuning, &options));
+  options.query_deallocated = use == SourceUse::kData;
   WB_ASSIGN_OR_RETURN(std::unique_ptr<initiator::IscsiSource> source,
                       initiator::IscsiSource::Open(std::move(options)));
   opened.tuning_explanation = source->plan().explanation;
@@ -42,10 +43,10 @@ Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& tar
 }  // namespace
 
 Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
-                                const TuningFlags& tuning) {
+                                const TuningFlags& tuning, SourceUse use) {
   // Checked before anything connects: a bad value must not cost a login.
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(tuning));
-  WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenUnpaced(spec, target, tuning));
+  WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenUnpaced(spec, target, tuning, use));
   if (rate > 0) {
     if (!opened.tuning_explanation.empty()) {
       opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));

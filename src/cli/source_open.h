@@ -17,7 +17,12 @@ struct OpenedSource {
   std::string tuning_explanation;  // iSCSI only: what autotune chose and why
 };
 
+// What the source is opened for: kData may skip a thin LUN's deallocated ranges (the reader
+// asks, BlockSource::DeallocatedRanges); kReadBack compares every byte and never asks, so no
+// GET LBA STATUS session is opened for it.
+enum class SourceUse { kData, kReadBack };
+
 Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
-                                const TuningFlags& tuning);
+                                const TuningFlags& tuning, SourceUse use = SourceUse::kData);
 
 }  // namespace wanbackup::cli

@@ -27,7 +27,7 @@ Result<std::unique_ptr<IscsiSource>> IscsiSource::Open(IscsiSourceOptions option
   config.lun = lun;
   // Only where deallocated blocks read as zeros may GET LBA STATUS stand in for reading them.
   std::unique_ptr<internal::LbaStatusQuery> lba_status;
-  if (lun.deallocated_reads_zero()) {
+  if (options.query_deallocated && lun.deallocated_reads_zero()) {
     lba_status = std::make_unique<internal::LbaStatusQuery>(options.connection.Clone(), lun);
   }
   auto transport = std::make_unique<internal::IscsiTransport>(

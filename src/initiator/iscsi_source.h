@@ -35,6 +35,10 @@ struct IscsiSourceOptions {
   int lun = 0;
   TuningRequest tuning;  // user overrides (connections, queue depth, io size, memory cap)
   std::chrono::milliseconds retry_timeout{300000};
+  // On a thin LUN that reads deallocated blocks as zeros, answer DeallocatedRanges with
+  // GET LBA STATUS (a session of its own, opened at once). Readers that never ask — a
+  // read-back that compares every byte, a rate test — turn it off and save the login.
+  bool query_deallocated = true;
 };
 
 class IscsiSource : public BlockSource {

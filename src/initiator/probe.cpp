@@ -20,6 +20,7 @@ Result<RateTest> MeasureRate(const ProbeOptions& options) {
   source_options.lun = *options.lun;
   source_options.tuning = options.tuning;
   source_options.retry_timeout = std::chrono::seconds(30);
+  source_options.query_deallocated = false;  // reads every byte, as the rate test must
   WB_ASSIGN_OR_RETURN(std::unique_ptr<IscsiSource> source,
                       IscsiSource::Open(std::move(source_options)));
   const uint64_t size = source->geometry().size_bytes;
