@@ -427,7 +427,9 @@ class SqliteCatalog final : public Catalog {
     return s.Run();
   }
 
-  Result<int64_t> AddJobRun(const JobRun& run) override { return internal::AddJobRun(db_, run); }
+  Result<int64_t> AddJobRun(const JobRun& run) override {
+    return internal::AddJobRun(db_, run, kJobRunsKept);
+  }
   Status UpdateJobRun(const JobRun& run) override { return internal::UpdateJobRun(db_, run); }
   Result<std::vector<JobRun>> JobRuns(const std::string& job, int limit) override {
     return internal::JobRuns(db_, job, limit);

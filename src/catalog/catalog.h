@@ -196,7 +196,10 @@ class Catalog {
 
   virtual Result<CatalogStats> Stats() = 0;
 
-  // Job history. AddJobRun returns the new row's id; UpdateJobRun rewrites the row `run.id`.
+  // Job history. AddJobRun returns the new row's id, and forgets that job's finished runs beyond
+  // the newest kJobRunsKept (a job every five minutes would otherwise add 100,000 rows a year);
+  // UpdateJobRun rewrites the row `run.id`.
+  static constexpr int kJobRunsKept = 1000;
   virtual Result<int64_t> AddJobRun(const JobRun& run) = 0;
   virtual Status UpdateJobRun(const JobRun& run) = 0;
   // The newest `limit` runs of `job` (every job when empty), newest first.

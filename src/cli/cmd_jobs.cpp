@@ -2,10 +2,12 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "catalog/catalog.h"
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/job_runner.h"
@@ -151,8 +153,10 @@ void RegisterJobs(CLI::App& app, Runner* runner) {
   cmd->footer(
       "\nA job's state is its last run's: ok, failed, interrupted (killed, or stopped by a\n"
       "signal), running (with its pid), or 'never run'. The history lives in each\n"
-      "repository's catalog and needs no passphrase to read; 'repair catalog' starts it\n"
-      "afresh. The next run comes from the job's schedule (local time).\n"
+      "repository's catalog and needs no passphrase to read; it keeps each job's newest " +
+      std::to_string(catalog::Catalog::kJobRunsKept) +
+      "\nfinished runs, and 'repair catalog' starts it afresh. The next run comes from the\n"
+      "job's schedule (local time).\n"
       "\nEXAMPLES:\n"
       "  wanbackup jobs\n"
       "  wanbackup jobs db --last 30 --json");

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
@@ -152,4 +153,32 @@ TEST_CASE("catalog: a transaction commits once; committing it again is an error,
   REQUIRE(txn->Commit().ok());
   CHECK(txn->Commit().code() == StatusCode::kInternal);
   CHECK(c->Packs().value().size() == 1);
+}
+
+TEST_CASE("catalog: a job keeps its newest finished runs and every running one", "[catalog]") {
+  TempDb db;
+  auto c = std::move(Catalog::Open(db.path, true)).value();
+  const auto add = [&c](const std::string& job, const std::string& status) {
+    JobRun run;
+    run.job = job;
+    run.status = status;
+    return c->AddJobRun(run).value();
+  };
+  auto tx = std::move(c->Begin()).value();
+  const int64_t stuck = add("nightly", "running");  // killed long ago, never closed
+  const int64_t first = add("nightly", "ok");
+  for (int i = 0; i < 3; ++i)
+    add("hourly", "failed");
+  int64_t last = 0;
+  for (int i = 0; i < Catalog::kJobRunsKept + 4; ++i)
+    last = add("nightly", i % 2 ? "ok" : "failed");
+  REQUIRE(tx->Commit().ok());
+
+  const std::vector<JobRun> nightly = c->JobRuns("nightly", 10 * Catalog::kJobRunsKept).value();
+  REQUIRE(nightly.size() == static_cast<size_t>(Catalog::kJobRunsKept) + 1);
+  CHECK(nightly.front().id == last);
+  CHECK(nightly.back().id == stuck);
+  CHECK(std::none_of(nightly.begin(), nightly.end(),
+                     [first](const JobRun& r) { return r.id == first; }));
+  CHECK(c->JobRuns("hourly", 100).value().size() == 3);  // another job's history is its own
 }

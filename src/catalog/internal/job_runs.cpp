@@ -19,14 +19,22 @@ void BindRun(Stmt& s, const JobRun& run) {
 
 }  // namespace
 
-Result<int64_t> AddJobRun(const Db& db, const JobRun& run) {
+Result<int64_t> AddJobRun(const Db& db, const JobRun& run, int keep) {
   WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db,
                                             "INSERT INTO job_runs (job, started, finished, "
                                             "status, pid, host, snapshot_id, bytes, steps, error) "
                                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   BindRun(s, run);
   WB_RETURN_IF_ERROR(s.Run());
-  return sqlite3_last_insert_rowid(db.get());
+  const int64_t id = sqlite3_last_insert_rowid(db.get());
+  WB_ASSIGN_OR_RETURN(Stmt old, Stmt::Prepare(db,
+                                              "DELETE FROM job_runs WHERE job = ?1 AND "
+                                              "status <> 'running' AND id NOT IN (SELECT id "
+                                              "FROM job_runs WHERE job = ?1 ORDER BY id DESC "
+                                              "LIMIT ?2)"));
+  old.Bind(1, run.job).Bind(2, keep);
+  WB_RETURN_IF_ERROR(old.Run());
+  return id;
 }
 
 Status UpdateJobRun(const Db& db, const JobRun& run) {

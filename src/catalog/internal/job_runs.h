@@ -10,7 +10,8 @@
 
 namespace wanbackup::catalog::internal {
 
-Result<int64_t> AddJobRun(const Db& db, const JobRun& run);
+// Inserts `run`, then deletes the job's runs that are not running and not among its newest `keep`.
+Result<int64_t> AddJobRun(const Db& db, const JobRun& run, int keep);
 Status UpdateJobRun(const Db& db, const JobRun& run);
 Result<std::vector<JobRun>> JobRuns(const Db& db, const std::string& job, int limit);
 
