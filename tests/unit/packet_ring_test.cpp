@@ -1,5 +1,6 @@
 #include "packet_ring.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -32,8 +33,10 @@ TEST_CASE("packet ring: packets come out in order and intact across many wrap-ar
       REQUIRE(e != nullptr);
       REQUIRE(e->length == expected.front().first);
       REQUIRE(e->release_ns == static_cast<int64_t>(popped));
-      for (uint32_t i = 0; i < e->length; ++i)
-        REQUIRE(e->data()[i] == expected.front().second);
+      const uint8_t fill = expected.front().second;  // one assertion per packet, not per byte:
+      // 75 million REQUIREs took 99 s under TSan
+      REQUIRE(
+          std::all_of(e->data(), e->data() + e->length, [fill](uint8_t b) { return b == fill; }));
       ring.Pop();
       expected.pop_front();
       ++popped;
