@@ -13,7 +13,7 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
                                                 const SnapshotRequest& request) {
   WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(request.tuning.max_memory));
   // The snapshotter submits whole chunks; the reader splits each into READs of the planned size
-  // (512 KiB, together one bandwidth-delay product in flight: see autotune.h).
+  // (256 KiB, together one bandwidth-delay product in flight: see autotune.h).
   WB_ASSIGN_OR_RETURN(OpenedSource opened,
                       OpenSource(request.source, request.target, request.tuning));
   BlockSource& source = *opened.source;

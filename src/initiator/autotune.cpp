@@ -35,14 +35,16 @@ uint64_t ChooseIoSize(const TuningRequest& r, uint64_t block, std::string* notes
 }
 
 // N: as given, else together the C connections keep one bandwidth-delay product of the assumed
-// link outstanding, at least 2 READs each (the next one is there when one completes) and no
-// more than the target's socket takes (see autotune.h).
+// link outstanding, at least 1 MiB and 2 READs each (the next one is there when one completes)
+// and no more than the target's socket takes (see autotune.h).
 int ChooseQueueDepth(const TuningRequest& r, double rtt_s, int c, uint64_t b) {
   if (r.queue_depth != 0) return r.queue_depth;
   const double bdp = kAssumedLinkBytesPerSecond * rtt_s;
   const int most = std::max(2, static_cast<int>(kOutstandingBytesPerConnection / b));
+  const int least = std::max(2, static_cast<int>((kMinBytesPerConnection + b - 1) / b));
   const int n = static_cast<int>(std::ceil(bdp / static_cast<double>(c) / static_cast<double>(b)));
-  return std::clamp(n, 2, std::min(most, kMaxQueueDepth));
+  const int hi = std::min(most, kMaxQueueDepth);
+  return std::clamp(n, std::min(least, hi), hi);
 }
 
 // Shrinks N, then C (when chosen here), then B, then C, until C × (N + 1) × B fits `cap`.

@@ -2,16 +2,21 @@
 // long link busy, within a memory cap. Pure logic; thread-compatible.
 //
 // The rule (docs/performance.md has the model and the measurements):
-//   - Every connection: READs of B = 512 KiB, N of them, so that the C connections together
+//   - Every connection: READs of B = 256 KiB, N of them, so that the C connections together
 //     keep one bandwidth-delay product of a 1 Gbit/s link outstanding (125 MB/s · RTT), at
-//     least 2 per connection and no more than the target's socket takes (4 MiB, tgt's tcp_wmem
-//     maximum): N = 2 up to about 64 ms one-way, 3 at 100 ms with 16 connections. More in
-//     flight only queues in the target: tgt 1.0.85 (Debian 12) then burns CPU (10-20 s per
-//     2 GiB read, against about 2 s) and carries less. With CUBIC senders at 16 ms one-way
-//     (9 connections), 4 x 1 MiB carried 99/94 MB/s, 4 x 512 KiB 94/87, 2 x 512 KiB 108/108;
-//     at 64 ms (16 connections) 2 x 512 KiB 79/81 against 71/70 for 4 x 1 MiB
-//     (docs/performance.md). One TCP connection from the target carries about W = 2.5 MB per
-//     round trip alone (kWindowBytesPerRtt).
+//     least 1 MiB per connection (N = 4) and no more than the target's socket takes (4 MiB,
+//     tgt's tcp_wmem maximum): N = 4 up to about 64 ms one-way, 6 at 100 ms with 16
+//     connections. More in flight only queues in the target: tgt 1.0.85 (Debian 12) then burns
+//     CPU (10-20 s per 2 GiB read, against about 2 s) and carries less. Why 256 KiB and not
+//     512: the same bytes in smaller READs reach the emulated link's 2 MiB queue in smaller
+//     bursts (a READ that finds its connection's window open leaves the target at once), and
+//     each is one Data-In PDU of libiscsi's 256 KiB, which tgt writes in one go. 4 GiB copies
+//     from a /dev/shm LUN through the emulated 1 Gbit/s link, CUBIC senders, 2026-11-26
+//     (docs/performance/log/2026-11-26-read-size.md): at 64 ms one-way 16 x 4 x 256 KiB
+//     carried 115.1, 113.3, 113.5 MB/s against 83.1-110.2 (median 101.8, 9 copies) for
+//     16 x 2 x 512 KiB; at 32 ms 116.6 against 104.5, at 16 ms 119.4 against 115.8; equal at
+//     0 ms (120.6) and at 100 ms (94.5-95.5 against 84.9-98.5). One TCP connection from the
+//     target carries about W = 2.5 MB per round trip alone (kWindowBytesPerRtt).
 //   - The C x N READs are shared by speed, not N to each (ChooseConnection, below): at 16 ms
 //     one-way the fastest of 9 CUBIC connections had a window of 1 MB and sat idle waiting
 //     for commands while others had 150 KB; sharing carried 6/6 copies more (median 95.4
@@ -43,7 +48,8 @@
 
 namespace wanbackup::initiator {
 
-inline constexpr uint64_t kDefaultIoSize = 512 << 10;
+inline constexpr uint64_t kDefaultIoSize = 256 << 10;
+inline constexpr uint64_t kMinBytesPerConnection = 1 << 20;  // N >= this / B, and >= 2
 inline constexpr uint64_t kOutstandingBytesPerConnection = 4 << 20;
 inline constexpr uint64_t kMinIoSize = 256 << 10;
 inline constexpr uint64_t kMaxIoSize = 64 << 20;

@@ -31,30 +31,37 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(2s)).connections == 16);
 }
 
-TEST_CASE("autotune: 512 KiB READs, together one bandwidth-delay product in flight", "[autotune]") {
+TEST_CASE("autotune: 256 KiB READs, together one bandwidth-delay product in flight", "[autotune]") {
   const TuningPlan lan = PlanTransfer(Lun(500us));
   CHECK(lan.connections == 1);
-  CHECK(lan.io_size == 512u << 10);
-  CHECK(lan.queue_depth == 2);  // never fewer: the next READ is waiting when one completes
+  CHECK(lan.io_size == 256u << 10);
+  CHECK(lan.queue_depth == 4);  // never less than 1 MiB: the next READs wait when one completes
 
-  const TuningPlan wan = PlanTransfer(Lun(32ms));  // 8 connections x 2 x 512 KiB >= 4 MB
-  CHECK(wan.io_size == 512u << 10);
-  CHECK(wan.queue_depth == 2);
+  const TuningPlan wan = PlanTransfer(Lun(32ms));  // 8 connections x 4 x 256 KiB >= 4 MB
+  CHECK(wan.io_size == 256u << 10);
+  CHECK(wan.queue_depth == 4);
   CHECK(wan.adapt_connections);
   CHECK(wan.max_connections >= wan.connections);
 
-  CHECK(PlanTransfer(Lun(128ms)).queue_depth == 2);  // 16 x 1 MiB >= 16 MB
+  CHECK(PlanTransfer(Lun(128ms)).queue_depth == 4);  // 16 x 1 MiB >= 16 MB
   const TuningPlan far = PlanTransfer(Lun(200ms));   // 16 x 1.5 MiB >= 25 MB
   CHECK(far.connections == 16);
-  CHECK(far.queue_depth == 3);
+  CHECK(far.queue_depth == 6);
   const uint64_t in_flight = static_cast<uint64_t>(far.connections) * far.queue_depth * far.io_size;
   CHECK(in_flight >= 25'000'000);
   // No more per connection than the target's socket takes (4 MiB), however long the link.
-  CHECK(PlanTransfer(Lun(2s)).queue_depth == 8);
+  CHECK(PlanTransfer(Lun(2s)).queue_depth == 16);
 
-  TuningRequest small = Lun(200ms);  // smaller READs: more of them, the same bytes outstanding
-  small.io_size = 256 << 10;
-  CHECK(PlanTransfer(small).queue_depth == 6);
+  TuningRequest large = Lun(200ms);  // larger READs: fewer of them, the same bytes outstanding
+  large.io_size = 512 << 10;
+  CHECK(PlanTransfer(large).queue_depth == 3);
+  large.io_size = 512 << 10;  // and the same 1 MiB per connection on a LAN
+  large.rtt = 500us;
+  CHECK(PlanTransfer(large).queue_depth == 2);
+
+  TuningRequest tiny = Lun(500us);  // 1 MiB of 4 KiB READs would be 256: N stays within 64
+  tiny.io_size = 4 << 10;
+  CHECK(PlanTransfer(tiny).queue_depth == 64);
 
   TuningRequest big = Lun(32ms);  // the user's B is kept; N never drops below 2
   big.io_size = 8 << 20;
@@ -76,13 +83,16 @@ TEST_CASE("autotune: the paper's baseline is taken as given", "[autotune]") {
 
 TEST_CASE("autotune: the memory cap shrinks queue depth first and then connections", "[autotune]") {
   TuningRequest r = Lun(200ms);
-  r.max_memory = 20ull << 20;  // 15 MiB of buffers after the program's own share
+  r.max_memory = 10ull << 20;  // 7.5 MiB of buffers after the program's own share
   const TuningPlan p = PlanTransfer(r);
   const uint64_t buffers = static_cast<uint64_t>(p.connections) * (p.queue_depth + 1) * p.io_size;
-  CHECK(buffers <= 15ull << 20);
+  CHECK(buffers <= 7.5 * (1 << 20));
   CHECK(p.queue_depth == 1);
   CHECK(p.connections == 15);
-  CHECK(p.io_size == 512u << 10);
+  CHECK(p.io_size == 256u << 10);
+  r.max_memory = 20ull << 20;  // 15 MiB: N alone shrinks, 16 x 3 x 256 KiB
+  CHECK(PlanTransfer(r).queue_depth == 2);
+  CHECK(PlanTransfer(r).connections == 16);
   CHECK(p.explanation.find("--max-memory") != std::string::npos);
 }
 
