@@ -199,6 +199,7 @@ Status RunProbe(const ProbeCommandOptions& opts) {
   WB_RETURN_IF_ERROR(ApplyTuningFlags(opts.tuning, &tuned));
   probe.tuning = tuned.tuning;
   WB_ASSIGN_OR_RETURN(probe.connection, BuildConnectionOptions(std::move(url), opts.target));
+  probe.connection.congestion_control = tuned.connection.congestion_control;
   WB_ASSIGN_OR_RETURN(initiator::ProbeReport report, initiator::Probe(probe));
   if (opts.json) {
     PrintJson(report);

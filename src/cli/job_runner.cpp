@@ -80,6 +80,7 @@ SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
   r.tuning.max_memory = job.max_memory;
   r.tuning.retry_timeout = job.retry_timeout;
   r.tuning.limit_rate = job.limit_rate;
+  r.tuning.congestion_control = job.congestion_control;
   return r;
 }
 

@@ -33,6 +33,7 @@ Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, Existi
   WB_RETURN_IF_ERROR(ApplyTuningFlags(tuning, &tuned));
   options.tuning = tuned.tuning;
   options.retry_timeout = tuned.retry_timeout;
+  options.connection.congestion_control = tuned.connection.congestion_control;
   WB_ASSIGN_OR_RETURN(std::unique_ptr<initiator::IscsiSink> sink,
                       initiator::IscsiSink::Open(std::move(options)));
   opened.tuning_explanation = sink->plan().explanation;

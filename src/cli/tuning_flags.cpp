@@ -42,6 +42,16 @@ void AddTuningFlags(CLI::App* command, TuningFlags* flags) {
                    "give up when no data arrives for this long despite retries and reconnects")
       ->capture_default_str()
       ->group(group);
+  command
+      ->add_option("--congestion-control", flags->congestion_control,
+                   "TCP congestion control of wanbackup's connections, which governs what it "
+                   "sends: the data of WRITEs to a LUN (READ data is sent by the target); "
+                   "default: the host's (net.ipv4.tcp_congestion_control, usually cubic). "
+                   "bbr carried 10-30% more WRITEs at 16-64 ms one-way on a lossy 1 Gbit/s "
+                   "link, but kept its queue overfull (15-19% of segments dropped): use it on a "
+                   "link that replication has to itself")
+      ->type_name("NAME")
+      ->group(group);
 }
 
 void AddLimitRateFlag(CLI::App* command, TuningFlags* flags) {
@@ -134,6 +144,11 @@ Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions*
   if (!retry.ok()) return retry.status().WithContext("--retry-timeout");
   if (retry->count() <= 0) return Status::InvalidArgument("--retry-timeout must be positive");
   options->retry_timeout = std::chrono::ceil<std::chrono::milliseconds>(*retry);
+  if (!flags.congestion_control.empty()) {
+    WB_RETURN_IF_ERROR(initiator::CheckCongestionControl(flags.congestion_control)
+                           .WithContext("--congestion-control"));
+  }
+  options->connection.congestion_control = flags.congestion_control;
   return Status::Ok();
 }
 

@@ -20,7 +20,8 @@ struct TuningFlags {
   std::string max_memory = "256MiB";
   bool paper_baseline = false;
   std::string retry_timeout = "5m";
-  std::string limit_rate;  // empty: unlimited
+  std::string limit_rate;          // empty: unlimited
+  std::string congestion_control;  // empty: the host's default
 };
 
 void AddTuningFlags(CLI::App* command, TuningFlags* flags);
@@ -32,7 +33,8 @@ Result<uint64_t> LimitRate(const TuningFlags& flags);
 std::string AutotuneHelp();
 // How WRITEs to a LUN are sized and counted, for copy, restore and replicate.
 std::string WriteTuneHelp();
-// Fills options.tuning and options.retry_timeout; rejects out-of-range values.
+// Fills options.tuning, options.retry_timeout and options.connection.congestion_control;
+// rejects out-of-range values and a congestion control this host does not offer.
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options);
 
 }  // namespace wanbackup::cli

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/secret.h"
+#include "common/status.h"
 #include "initiator/iscsi_url.h"
 
 namespace wanbackup::initiator {
@@ -36,12 +37,21 @@ struct ConnectionOptions {
   std::chrono::milliseconds login_timeout{15000};
   // Bounds each SCSI command; the target or the network stalling longer is an error.
   std::chrono::milliseconds command_timeout{30000};
+  // The TCP congestion control of our sockets (TCP_CONGESTION), which governs what we send: the
+  // data of WRITEs. Empty: the host's default (net.ipv4.tcp_congestion_control).
+  std::string congestion_control;
 
   ConnectionOptions Clone() const {
-    return {host,         port,          target,        initiator_name,
-            chap.Clone(), header_digest, login_timeout, command_timeout};
+    return {host,          port,          target,          initiator_name,    chap.Clone(),
+            header_digest, login_timeout, command_timeout, congestion_control};
   }
 };
+
+// OK when a TCP socket of this process may use congestion control `name` (tried on a socket of
+// its own), else a one-line InvalidArgument naming what the host offers, or PermissionDenied.
+Status CheckCongestionControl(const std::string& name);
+// Sets congestion control `name` on socket `fd`, with the same errors.
+Status SetCongestionControl(int fd, const std::string& name);
 
 // Fills host/port/target and URL credentials from `url` into `options` (the URL's CHAP secret, if
 // any, is moved out of it).

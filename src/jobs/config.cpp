@@ -153,6 +153,18 @@ Handler SecretFile(std::string* out) {
   };
 }
 
+// The form of a TCP congestion control name (whether this host offers it is checked when the
+// job runs, as for --congestion-control).
+Status CongestionControlName(const std::string& v) {
+  const bool ok = !v.empty() && v.size() < 16 && std::all_of(v.begin(), v.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  return ok ? Status::Ok()
+            : Status::InvalidArgument(
+                  "must name a TCP congestion control, such as \"cubic\" "
+                  "or \"bbr\"");
+}
+
 Status Duration(const std::string& v) {
   return ParseDuration(v, "s").status();
 }
@@ -304,6 +316,7 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
       {"retry_timeout", String(&j->retry_timeout, Duration)},
       {"limit_rate",
        String(&j->limit_rate, [](const std::string& v) { return ParseByteRate(v).status(); })},
+      {"congestion_control", String(&j->congestion_control, CongestionControlName)},
       {"replicate_to", StringList(&j->replicate_to, "[\"iscsi://dr-san/iqn…:standby/1\"]", Source)},
       {"replica_chap_user", String(&j->replica_chap_user)},
       {"replica_chap_secret_file", SecretFile(&j->replica_chap_secret_file)},

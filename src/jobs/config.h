@@ -52,7 +52,8 @@ struct JobConfig {
   std::string io_size;
   std::string max_memory = "256MiB";
   std::string retry_timeout = "5m";
-  std::string limit_rate;  // empty: unlimited
+  std::string limit_rate;          // empty: unlimited
+  std::string congestion_control;  // empty: the host's default
   // After the snapshot: standby copies brought to it (`replicate`), each an iSCSI URL, a block
   // device or a file; empty: no replicate step. Their login, when it differs from the source's.
   std::vector<std::string> replicate_to;

@@ -60,6 +60,7 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
         Case{{"probe", "nfs://host/x"}, 2, "must start with iscsi://"},
         Case{{"probe", url, "--timeout", "soon"}, 2, "--timeout"},
         Case{{"probe", url, "--header-digest", "md5"}, 2, "md5"},
+        Case{{"probe", url, "--congestion-control", "nosuchcc"}, 2, "not available"},
         Case{{"probe", url, "--chap-user", "bob"}, 2, "needs a secret"},
         Case{{"probe", url, "--chap-user", "bob", "--chap-secret-file", "/nonexistent"},
              6,

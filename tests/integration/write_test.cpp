@@ -3,11 +3,15 @@
 // refused and left untouched; a target killed and restarted mid-write is logged into again.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -165,6 +169,43 @@ TEST_CASE(
   CHECK(lingering.out.empty());
   auto summary = Json(r);
   CHECK(summary["seconds"].get<double>() >= 5.0);  // the blackhole hit the copy
+  bed.Wan("set delay=0ms rate=unlimited");
+  ReadBack(ScratchUrl(1), kImageBytes, back);
+  CHECK(SameBytes(back, image, kImageBytes));
+}
+
+TEST_CASE("copy: --congestion-control is what the WRITE connections use, and the LUN is bit-exact",
+          "[copy][write][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  const std::string image = tmp / "image", back = tmp / "back";
+  WriteImage(image, 5);
+  bed.Wan("set delay=10ms rate=40mbit");  // the 16 MiB of data take about 3.5 s
+  RunResult r;
+  // Catch is not thread-safe: everything that may assert is done before the thread starts.
+  const std::vector<std::string> args = {
+      "copy", image, ScratchUrl(1), "--json", "--congestion-control", "reno"};
+  std::thread copy([&] { r = bed.Wanbackup(args); });
+  std::this_thread::sleep_for(1500ms);
+  // ss gives each socket a line, then an indented one that starts with its congestion control.
+  const RunResult sockets =
+      bed.InSiteA({"ss", "-Htin", "state", "established", "dport", "=", ":3260"});
+  copy.join();
+  INFO("ss: " << sockets.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  std::vector<std::string> algorithms;
+  std::istringstream lines(sockets.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || (line[0] != ' ' && line[0] != '\t')) continue;
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    algorithms.push_back(first);
+  }
+  CHECK_FALSE(algorithms.empty());
+  CHECK(std::all_of(algorithms.begin(), algorithms.end(),
+                    [](const std::string& a) { return a == "reno"; }));
   bed.Wan("set delay=0ms rate=unlimited");
   ReadBack(ScratchUrl(1), kImageBytes, back);
   CHECK(SameBytes(back, image, kImageBytes));

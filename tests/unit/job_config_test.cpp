@@ -58,6 +58,7 @@ TEST_CASE("job config: the example's keys load with their values", "[config]") {
              "tag = \"nightly\"\nschedule = \"*-*-* 01:30:00\"\nkeep_last = 7\nkeep_daily = 14\n"
              "keep_weekly = 8\nkeep_monthly = 12\nkeep_within = \"3d\"\n"
              "keep_tags = [\"keep\"]\nlimit_rate = \"80M\"\nconnections = 8\n"
+             "congestion_control = \"bbr\"\n"
              "verify_share = 0.1\nprune_interval = \"always\"\n\n"
              "[metrics]\ntextfile = \"/tmp/x.prom\"\n");
   REQUIRE(c.ok());
@@ -73,6 +74,7 @@ TEST_CASE("job config: the example's keys load with their values", "[config]") {
   CHECK(j.retention.keep_tags == std::vector<std::string>{"keep"});
   CHECK(j.limit_rate == "80M");
   CHECK(j.connections == 8);
+  CHECK(j.congestion_control == "bbr");
   CHECK(j.verify_share == Approx(0.1));
   CHECK(j.prune_interval == "always");
   CHECK(j.chap_secret_file == d.chap);
@@ -104,6 +106,10 @@ TEST_CASE("job config: a value of the wrong type or out of range is refused", "[
             .find(":10: jobs.db.schedule: schedule '*-*-* 25:00': hour") != std::string::npos);
   CHECK(d.Refused(d.Repos() + d.Job() + "verify_share = 2\n").find("verify_share") !=
         std::string::npos);
+  CHECK(d.Refused(d.Repos() + d.Job() + "congestion_control = \"bbr --x\"\n") ==
+        d.config +
+            ":10: jobs.db.congestion_control: must name a TCP congestion control, such "
+            "as \"cubic\" or \"bbr\"");
   CHECK(d.Refused("x = [1,\n").find(d.config + ":") == 0);  // TOML syntax error, with a line
 }
 

@@ -280,7 +280,12 @@ Status Connection::Login() {
   Status status;
   if (iscsi_connect_async(iscsi_, portal.c_str(), LoginCallback, &wait) != 0) {
     status = LoginStatus(iscsi_get_error(iscsi_), portal, options_.target);
-  } else {
+  } else if (!options_.congestion_control.empty()) {
+    // Set while the socket connects, before the login's first byte. It was checked before the
+    // first login (CheckCongestionControl), so this fails only if the host changed meanwhile.
+    status = SetCongestionControl(iscsi_get_fd(iscsi_), options_.congestion_control);
+  }
+  if (status.ok()) {  // connecting, and the congestion control (if any) set
     status = RunUntil([&wait] { return wait.done; }, start + options_.login_timeout, "login");
     if (connect_errno_ != 0) {
       status = Status::FromErrno(connect_errno_, "cannot connect to " + portal);
