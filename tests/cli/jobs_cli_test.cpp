@@ -115,15 +115,15 @@ TEST_CASE("run: a failing snapshot fails the run, is recorded, and forgets nothi
   CHECK(nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out).size() == 1);
 }
 
-TEST_CASE("run: a bad config is one line naming file, line and key; exit 2, nothing run",
+TEST_CASE("run: a bad config is one line naming file, line and key: exit 2, nothing run",
           "[jobs]") {
   JobSetup s;
   s.Write("kep_last = 3\n");
   const auto before = TreeContents(s.repo.path());
   const RunResult r = s.Wb({"run", "disk"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "wanbackup: " + s.config +
-                     ":9: jobs.disk.kep_last: unknown key (did you mean 'keep_last'?)\n");
+  CHECK(r.err == "wanbackup: error: " + s.config +
+                     ":8: jobs.disk.kep_last: unknown key (did you mean 'keep_last'?)\n");
   CHECK(TreeContents(s.repo.path()) == before);
   s.Write("");
   CHECK(s.Wb({"run", "nosuchjob"}).err.find("no job 'nosuchjob'") != std::string::npos);

@@ -246,7 +246,7 @@ int64_t RunningSnapshots(const std::string& catalog) {
 }  // namespace
 
 TEST_CASE(
-    "restore: the source of a snapshot running now is refused; once that run was killed, it is "
+    "restore: the source of a snapshot running now is refused, and once that run was killed, it is "
     "not",
     "[replicate]") {
   Setup s;

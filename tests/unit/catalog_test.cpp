@@ -144,7 +144,7 @@ TEST_CASE("catalog: a map with a missing segment is reported as corruption", "[c
   CHECK(s.message().find("missing") != std::string::npos);
 }
 
-TEST_CASE("catalog: a transaction commits once; committing it again is an error, not a crash",
+TEST_CASE("catalog: a transaction commits once, and committing it again is an error, not a crash",
           "[catalog]") {
   TempDb db;
   auto c = std::move(Catalog::Open(db.path, true)).value();

@@ -270,7 +270,7 @@ TEST_CASE("read engine: a medium error is retried twice, then that range fails",
   CHECK(rig.engine->Stats().bytes_read == link.lun_bytes - failed_bytes);  // never zero-filled
 }
 
-TEST_CASE("read engine: failed logins back off and retry; a refused one ends the read",
+TEST_CASE("read engine: failed logins back off and retry, and a refused one ends the read",
           "[engine]") {
   FakeLinkOptions link;
   link.lun_bytes = 32 << 20;
