@@ -8,27 +8,16 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/repo_cli.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
+using wanbackup::testing::Local;
 using wanbackup::testing::Run;
-using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::ScratchRepo;
 
 namespace {
-
-struct Scratch {
-  wanbackup::testing::TempDir tmp{"keychange"};
-  std::string dir = tmp.path(), repo = tmp / "repo";
-};
-
-RunResult Wanbackup(std::vector<std::string> args, const std::string& pass = "cli-pass") {
-  args.insert(args.begin(), WB_WANBACKUP_BIN);
-  RunOptions o;
-  o.env["WANBACKUP_PASSWORD"] = pass;
-  o.timeout = std::chrono::seconds(110);
-  return Run(args, o);
-}
 
 nlohmann::json Kdf(const std::string& repo) {
   std::ifstream in(repo + "/config.json");
@@ -39,7 +28,7 @@ nlohmann::json Kdf(const std::string& repo) {
 
 TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses to lower it",
           "[cli]") {
-  Scratch s;
+  ScratchRepo s{"keychange"};
   const std::string image = s.dir + "/image.img";
   {
     std::ofstream out(image, std::ios::binary);
@@ -49,13 +38,13 @@ TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses
       out.write(reinterpret_cast<const char*>(&v), sizeof v);
     }
   }
-  REQUIRE(Wanbackup({"init", s.repo}).exit_code == 0);
-  REQUIRE(Wanbackup({"snapshot", image, "--repo", s.repo}).exit_code == 0);
+  REQUIRE(Local({"init", s.repo}).exit_code == 0);
+  REQUIRE(Local({"snapshot", image, "--repo", s.repo}).exit_code == 0);
   const uint64_t before = Kdf(s.repo).at("memlimit").get<uint64_t>();
   const std::string salt = Kdf(s.repo).at("salt").get<std::string>();
 
   RunResult raise =
-      Wanbackup({"key", "change", "--repo", s.repo, "--kdf-memory", "160M", "--kdf-ops", "4"});
+      Local({"key", "change", "--repo", s.repo, "--kdf-memory", "160M", "--kdf-ops", "4"});
   INFO(raise.err);
   REQUIRE(raise.exit_code == 0);
   CHECK(raise.err.find("the same passphrase") != std::string::npos);
@@ -65,7 +54,7 @@ TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses
   CHECK(Kdf(s.repo).at("salt").get<std::string>() != salt);
 
   // The same passphrase still opens it, and the snapshot restores bit-exact.
-  REQUIRE(Wanbackup({"restore", "1", "--to", s.dir + "/out.img", "--repo", s.repo}).exit_code == 0);
+  REQUIRE(Local({"restore", "1", "--to", s.dir + "/out.img", "--repo", s.repo}).exit_code == 0);
   CHECK(Run({"cmp", image, s.dir + "/out.img"}).exit_code == 0);
 
   for (const std::vector<std::string>& lower : {std::vector<std::string>{"--kdf-memory", "128M"},
@@ -73,7 +62,7 @@ TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses
                                                 {"--kdf-memory", "1T"}}) {
     std::vector<std::string> args = {"key", "change", "--repo", s.repo};
     args.insert(args.end(), lower.begin(), lower.end());
-    RunResult r = Wanbackup(args);
+    RunResult r = Local(args);
     INFO(lower[0] << " " << lower[1] << ": " << r.err);
     CHECK(r.exit_code == 2);
     CHECK((r.err.find("can only be raised") != std::string::npos ||

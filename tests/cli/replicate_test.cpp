@@ -27,17 +27,17 @@ using wanbackup::testing::TreeContents;
 
 namespace {
 
-constexpr uint64_t kChunk = 64 << 10;
-constexpr size_t kChunks = 200;  // 12.5 MiB images
+constexpr uint64_t kReplicaChunk = 64 << 10;
+constexpr size_t kReplicaChunks = 200;  // 12.5 MiB images
 
 // Noise, with chunks 10..19 all zeros; `changed` chunks from chunk 40 on get other noise, from
 // `seed`. Each chunk's noise depends only on its index (and seed), so the rest stays the same.
 void WriteImage(const std::string& path, size_t changed = 0, uint64_t seed = 0) {
-  std::string data(kChunks * kChunk, '\0');
-  for (size_t c = 0; c < kChunks; ++c) {
+  std::string data(kReplicaChunks * kReplicaChunk, '\0');
+  for (size_t c = 0; c < kReplicaChunks; ++c) {
     if (c >= 10 && c < 20) continue;
     uint64_t x = (c + 1) * 0x9e3779b97f4a7c15ull + (c >= 40 && c < 40 + changed ? seed : 0);
-    for (size_t i = c * kChunk; i < (c + 1) * kChunk; ++i) {
+    for (size_t i = c * kReplicaChunk; i < (c + 1) * kReplicaChunk; ++i) {
       x ^= x << 13;
       x ^= x >> 7;
       x ^= x << 17;
@@ -51,8 +51,8 @@ void WriteImage(const std::string& path, size_t changed = 0, uint64_t seed = 0) 
 // Overwrites `chunks` whole chunks from `first` with 0x5a bytes: a change behind wanbackup's back.
 void Tamper(const std::string& path, size_t first, size_t chunks) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp(static_cast<std::streamoff>(first * kChunk));
-  const std::string bytes(chunks * kChunk, '\x5a');
+  f.seekp(static_cast<std::streamoff>(first * kReplicaChunk));
+  const std::string bytes(chunks * kReplicaChunk, '\x5a');
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
@@ -79,7 +79,7 @@ TEST_CASE("replicate: a new file is written whole, then only the chunks that cha
   Setup s;
   auto first = s.Replicate();
   CHECK(first["mode"] == "full");
-  CHECK(first["chunks_written"] == kChunks - 10);  // the zero chunks stay holes
+  CHECK(first["chunks_written"] == kReplicaChunks - 10);  // the zero chunks stay holes
   CHECK(SameFile(s.replica, s.image));
 
   WriteImage(s.image, 2, 99);  // 2 of 200 chunks: 1 %
@@ -88,7 +88,7 @@ TEST_CASE("replicate: a new file is written whole, then only the chunks that cha
   CHECK(second["mode"] == "diff");
   CHECK(second["base_snapshot"] == 1);
   CHECK(second["chunks_written"] == 2);
-  CHECK(second["bytes_written"] == 2 * kChunk);
+  CHECK(second["bytes_written"] == 2 * kReplicaChunk);
   CHECK(second["bytes_read"] == 0);  // nothing read from the replica
   CHECK(SameFile(s.replica, s.image));
 
@@ -114,7 +114,7 @@ TEST_CASE("replicate: --check reads the replica and repairs what changed behind 
   auto checked = s.Replicate({"--check"});
   CHECK(checked["mode"] == "check");
   CHECK(checked["chunks_written"] == 4);
-  CHECK(checked["bytes_read"] == kChunks * kChunk);
+  CHECK(checked["bytes_read"] == kReplicaChunks * kReplicaChunk);
   CHECK(SameFile(s.replica, s.image));
 }
 

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/repo_cli.h"
 #include "support/temp_dir.h"
 #include "support/testbed.h"
 
@@ -21,6 +22,7 @@ using wanbackup::testing::LinkScope;
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::SameBytes;
 using wanbackup::testing::Testbed;
 
 namespace {
@@ -32,13 +34,6 @@ struct OutDir : wanbackup::testing::TempDir {
 std::string LunUrl(int lun) {
   const Testbed& bed = Testbed::Get();
   return "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/" + std::to_string(lun);
-}
-
-// True when `copy` equals the first `length` bytes of `original` (all of it when 0).
-bool SameBytes(const std::string& copy, const std::string& original, uint64_t length = 0) {
-  std::vector<std::string> argv = {"cmp", copy, original};
-  if (length != 0) argv = {"cmp", "-n", std::to_string(length), copy, original};
-  return Run(argv).exit_code == 0;
 }
 
 nlohmann::json Summary(const RunResult& r) {

@@ -25,17 +25,13 @@ using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::SameFile;
+using wanbackup::testing::ScratchRepo;
 using wanbackup::testing::WithPass;
 
 namespace {
 
-struct Scratch {
-  wanbackup::testing::TempDir tmp{"faulttest"};
-  std::string dir = tmp.path(), repo = tmp / "repo";
-};
-
 // `chunks` 4 MiB chunks of noise (incompressible, all distinct) and every third one zero.
-void MakeImage(const std::string& path, uint64_t seed, size_t chunks) {
+void MakeNoiseImage(const std::string& path, uint64_t seed, size_t chunks) {
   std::ofstream out(path, std::ios::binary);
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
   for (size_t c = 0; c < chunks; ++c) {
@@ -86,11 +82,11 @@ TEST_CASE(
     "[fault][integration]") {
   for (const char* point : {"pack.fdatasync:1", "pack.fdatasync:2", "pack.fdatasync:4"}) {
     INFO("failing " << point);
-    Scratch s;
+    ScratchRepo s{"faulttest"};
     Json(Local({"init", s.repo, "--json"}));
     const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
-    MakeImage(before, 1, 4);
-    MakeImage(image, 2, 9);
+    MakeNoiseImage(before, 1, 4);
+    MakeNoiseImage(image, 2, 9);
     Json(Local({"snapshot", before, "--repo", s.repo, "--json"}));
     const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}).out;
 
@@ -121,11 +117,11 @@ TEST_CASE("fault: a failed catalog BEGIN or COMMIT ends the snapshot with a clea
   for (const char* point : {"catalog.begin:1", "catalog.begin:2", "catalog.begin:3",
                             "catalog.commit:1", "catalog.commit:2", "catalog.commit:3"}) {
     INFO("failing " << point);
-    Scratch s;
+    ScratchRepo s{"faulttest"};
     Json(Local({"init", s.repo, "--json"}));
     const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
-    MakeImage(before, 3, 4);
-    MakeImage(image, 4, 9);
+    MakeNoiseImage(before, 3, 4);
+    MakeNoiseImage(image, 4, 9);
     Json(Local({"snapshot", before, "--repo", s.repo, "--json"}));
     const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}).out;
 
@@ -148,13 +144,13 @@ TEST_CASE(
     "fault: a full disk fails the snapshot clearly, and after space is freed the next "
     "run succeeds",
     "[fault][integration]") {
-  Scratch s;
+  ScratchRepo s{"faulttest"};
   Tmpfs disk(s.dir + "/disk", "24M");
   const std::string repo = disk.path + "/repo";
   Json(Local({"init", repo, "--json"}));
   const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
-  MakeImage(before, 5, 4);  // 12 MiB of noise: fits
-  MakeImage(image, 6, 9);   // 24 MiB more: does not
+  MakeNoiseImage(before, 5, 4);  // 12 MiB of noise: fits
+  MakeNoiseImage(image, 6, 9);   // 24 MiB more: does not
   Json(Local({"snapshot", before, "--repo", repo, "--json"}));
   const std::string listed = Local({"snapshots", "--repo", repo, "--json"}).out;
 
@@ -178,13 +174,13 @@ TEST_CASE(
     "fault: a read-only repository refuses a snapshot with one clear line and changes "
     "nothing",
     "[fault][integration]") {
-  Scratch s;
+  ScratchRepo s{"faulttest"};
   Tmpfs disk(s.dir + "/disk", "64M");
   const std::string repo = disk.path + "/repo";
   Json(Local({"init", repo, "--json"}));
   const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
-  MakeImage(before, 7, 4);
-  MakeImage(image, 8, 6);
+  MakeNoiseImage(before, 7, 4);
+  MakeNoiseImage(image, 8, 6);
   Json(Local({"snapshot", before, "--repo", repo, "--json"}));
   const std::string listed = Local({"snapshots", "--repo", repo, "--json"}).out;
   const std::string files =
@@ -207,10 +203,10 @@ TEST_CASE(
     "fault: restore keeps an existing file unless forced, and a failed --force leaves it "
     "intact",
     "[fault][integration]") {
-  Scratch s;
+  ScratchRepo s{"faulttest"};
   Json(Local({"init", s.repo, "--json"}));
   const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
-  MakeImage(image, 9, 3);
+  MakeNoiseImage(image, 9, 3);
   Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
   std::ofstream(out) << "the old file";
   std::ofstream(s.dir + "/old.copy") << "the old file";

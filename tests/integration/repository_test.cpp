@@ -27,15 +27,11 @@ using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::SameFile;
+using wanbackup::testing::ScratchRepo;
 using wanbackup::testing::Testbed;
 using wanbackup::testing::WithPass;
 
 namespace {
-
-struct Scratch {
-  wanbackup::testing::TempDir tmp{"repotest"};
-  std::string dir = tmp.path(), repo = tmp / "repo";
-};
 
 // An image with text (compressible), zeros, noise (incompressible) and an odd tail.
 void MakeImage(const std::string& path, uint64_t seed, size_t chunks = 12) {
@@ -61,7 +57,7 @@ void MakeImage(const std::string& path, uint64_t seed, size_t chunks = 12) {
   out.write(text.data(), 12345);
 }
 
-void Init(const Scratch& s) {
+void Init(const ScratchRepo& s) {
   RunResult r = Local({"init", s.repo, "--json"});
   Json(r);
 }
@@ -102,7 +98,7 @@ TEST_CASE(
   LinkScope link;
   const Testbed& bed = Testbed::Get();
   bed.Wan("set delay=20ms");
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   for (int lun : {1, 2}) {
     const std::string url =
@@ -128,7 +124,7 @@ TEST_CASE(
 
 TEST_CASE("repository: zero, compressible and incompressible data restore bit-exact and verified",
           "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
   MakeImage(image, 1);
@@ -160,7 +156,7 @@ TEST_CASE(
        {"snapshot.after-pack-write:2", "snapshot.before-pack-sync:2", "snapshot.after-pack-sync:2",
         "snapshot.after-commit:2", "snapshot.before-finish", "snapshot.after-finish"}) {
     INFO("killed at " << point);
-    Scratch s;
+    ScratchRepo s{"repotest"};
     Init(s);
     const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
     MakeImage(before, 7, 6);
@@ -193,7 +189,7 @@ TEST_CASE(
 
 TEST_CASE("repository: a damaged pack is found by verify with its range, and restore refuses it",
           "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 3);
@@ -217,7 +213,7 @@ TEST_CASE("repository: a damaged pack is found by verify with its range, and res
 
 TEST_CASE("repository: a wrong passphrase is refused and changes nothing",
           "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 4, 3);
@@ -236,7 +232,7 @@ TEST_CASE("repository: a wrong passphrase is refused and changes nothing",
 
 TEST_CASE("repository: a changed passphrase or key file takes over from the old one",
           "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 5, 3);
@@ -262,7 +258,7 @@ TEST_CASE("repository: a changed passphrase or key file takes over from the old 
 
 TEST_CASE("repository: key-file and unencrypted repositories work end to end",
           "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 6, 3);
   const std::string key = s.dir + "/new.key";
@@ -291,7 +287,7 @@ TEST_CASE("repository: two snapshots at once: the second is refused with a clear
   LinkScope link;
   const Testbed& bed = Testbed::Get();
   bed.Wan("set rate=100mbit");  // the first takes several seconds
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   const std::string url = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/1";
   RunResult first;
@@ -313,7 +309,7 @@ TEST_CASE("repository: two snapshots at once: the second is refused with a clear
 
 TEST_CASE("repository: restore to a block device checks its size and that nobody uses it",
           "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   Init(s);
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 9, 3);  // 12 MiB + 12345 bytes
@@ -348,7 +344,7 @@ TEST_CASE("repository: restore to a block device checks its size and that nobody
 TEST_CASE(
     "repository: init and the other commands take repository and secrets from the environment",
     "[repository][integration]") {
-  Scratch s;
+  ScratchRepo s{"repotest"};
   const std::string image = s.dir + "/image.img";
   MakeImage(image, 7, 2);
   const std::string pass_file = s.dir + "/pass";

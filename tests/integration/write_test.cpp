@@ -16,14 +16,17 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/repo_cli.h"
 #include "support/temp_dir.h"
 #include "support/testbed.h"
 
 using namespace std::chrono_literals;
+using wanbackup::testing::Json;
 using wanbackup::testing::LinkScope;
 using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::SameBytes;
 using wanbackup::testing::Testbed;
 
 namespace {
@@ -61,20 +64,10 @@ void WriteImage(const std::string& path, uint64_t seed) {
   }
 }
 
-nlohmann::json Json(const RunResult& r) {
-  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
-
 // Reads the first `length` bytes of a LUN back through the WAN into `path`.
 void ReadBack(const std::string& url, uint64_t length, const std::string& path) {
   Json(Testbed::Get().Wanbackup(
       {"copy", url, path, "--length", std::to_string(length), "--force", "--json"}));
-}
-
-bool SameBytes(const std::string& a, const std::string& b, uint64_t length) {
-  return Run({"cmp", "-n", std::to_string(length), a, b}).exit_code == 0;
 }
 
 }  // namespace

@@ -74,6 +74,12 @@ bool SameFile(const std::string& a, const std::string& b) {
   return Run({"cmp", "-s", a, b}).exit_code == 0;
 }
 
+bool SameBytes(const std::string& copy, const std::string& original, uint64_t length) {
+  std::vector<std::string> argv = {"cmp", copy, original};
+  if (length != 0) argv = {"cmp", "-n", std::to_string(length), copy, original};
+  return Run(argv).exit_code == 0;
+}
+
 std::map<std::string, std::string> TreeContents(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {

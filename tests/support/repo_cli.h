@@ -24,6 +24,13 @@ RunResult Local(std::vector<std::string> args, const RunOptions& options = WithP
 // What a command printed with --json; REQUIREs exit 0 (printing exit code and output when not).
 nlohmann::json Json(const RunResult& r);
 
+// A test's temporary directory (TempDir `name`) and the path of a repository in it, not created.
+struct ScratchRepo {
+  explicit ScratchRepo(const std::string& name) : tmp(name) {}
+  TempDir tmp;
+  std::string dir = tmp.path(), repo = tmp / "repo";
+};
+
 class RepoCli {
  public:
   // A repository at dir/repo, unlocked with the key file dir/repo.key (no Argon2 per command)
@@ -51,6 +58,8 @@ void WriteNoiseImage(const std::string& path, uint64_t seed, size_t chunks);
 // Overwrites `text` at `offset` of the file.
 void Scribble(const std::string& path, uint64_t offset, const std::string& text);
 bool SameFile(const std::string& a, const std::string& b);
+// True when `copy` equals the first `length` bytes of `original` (all of it when 0).
+bool SameBytes(const std::string& copy, const std::string& original, uint64_t length = 0);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.
 std::map<std::string, std::string> TreeContents(const std::string& dir);
 

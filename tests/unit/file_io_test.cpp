@@ -26,7 +26,7 @@ struct TempDir : wanbackup::testing::TempDir {
   TempDir() : wanbackup::testing::TempDir("fileio") {}
 };
 
-std::vector<uint8_t> ReadAll(const std::string& path) {
+std::vector<uint8_t> FileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -41,7 +41,7 @@ TEST_CASE("file sink: an existing file is kept unless overwriting is asked for",
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == StatusCode::kAlreadyExists);
   CHECK(refused.status().message().find("--force") != std::string::npos);
-  CHECK(ReadAll(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
+  CHECK(FileBytes(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
   FileSinkOptions force;
   force.overwrite = true;
   CHECK(FileSink::Open(path, force).ok());
@@ -88,7 +88,7 @@ TEST_CASE("file source to file sink: a copy of an odd-sized file is bit-exact", 
   auto result = wanbackup::pipeline::Copy(**source, **sink, {});
   REQUIRE(result.ok());
   CHECK(result->zero_bytes_skipped > 3000000);
-  CHECK(ReadAll(out) == data);
+  CHECK(FileBytes(out) == data);
 }
 
 TEST_CASE("file source: a missing or empty file is refused", "[fileio]") {
@@ -122,7 +122,7 @@ TEST_CASE("file sink: a replacement left unfinished leaves the old file untouche
     REQUIRE((*sink)->Write(0, block.data(), block.size()).ok());
     CHECK(Entries(dir.path()) == 2);  // the data goes to a file beside it
   }
-  CHECK(ReadAll(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
+  CHECK(FileBytes(path) == std::vector<uint8_t>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
   CHECK(Entries(dir.path()) == 1);  // and that file is gone
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("file sink: a finished replacement is whole, private and leaves nothin
   REQUIRE((*sink)->Finish(3 * 4096).ok());
   std::vector<uint8_t> expected(3 * 4096, 0);
   std::fill(expected.begin() + 4096, expected.begin() + 8192, 0xab);
-  CHECK(ReadAll(path) == expected);
+  CHECK(FileBytes(path) == expected);
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);

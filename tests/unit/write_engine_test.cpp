@@ -31,7 +31,7 @@ namespace {
 constexpr int kCheckCondition = 0x02;
 constexpr int kMediumError = 0x3, kIllegalRequest = 0x5;
 
-TuningPlan Plan(int connections, int queue_depth, uint64_t io_size) {
+TuningPlan WritePlan(int connections, int queue_depth, uint64_t io_size) {
   TuningPlan plan;
   plan.connections = connections;
   plan.queue_depth = queue_depth;
@@ -40,15 +40,15 @@ TuningPlan Plan(int connections, int queue_depth, uint64_t io_size) {
   return plan;
 }
 
-struct Rig {
+struct WriteRig {
   FakeTransport* fake = nullptr;  // owned by the engine
   std::unique_ptr<WriteEngine> engine;
 };
 
-Rig Make(const FakeLinkOptions& link, const TuningPlan& plan,
-         const std::function<void(FakeTransport&)>& script = {}, bool thin = false,
-         std::chrono::milliseconds retry_timeout = 300s,
-         const std::function<void(LunInfo&)>& describe = {}) {
+WriteRig MakeWriteRig(const FakeLinkOptions& link, const TuningPlan& plan,
+                      const std::function<void(FakeTransport&)>& script = {}, bool thin = false,
+                      std::chrono::milliseconds retry_timeout = 300s,
+                      const std::function<void(LunInfo&)>& describe = {}) {
   auto fake = std::make_unique<FakeTransport>(link);
   if (script) script(*fake);
   WriteEngineConfig config;
@@ -63,7 +63,7 @@ Rig Make(const FakeLinkOptions& link, const TuningPlan& plan,
   config.rtt = link.rtt;
   config.plan = plan;
   config.retry_timeout = retry_timeout;
-  Rig rig;
+  WriteRig rig;
   rig.fake = fake.get();
   rig.engine = std::make_unique<WriteEngine>(std::move(fake), std::move(config));
   return rig;
@@ -119,7 +119,7 @@ TEST_CASE("write engine: the LUN ends byte for byte as the input, synchronized l
           "[engine][write]") {
   FakeLinkOptions link;
   link.lun_bytes = 8 << 20;
-  Rig rig = Make(link, Plan(3, 4, 264 << 10));
+  WriteRig rig = MakeWriteRig(link, WritePlan(3, 4, 264 << 10));
   const std::vector<uint8_t> image = Image(link.lun_bytes);
   WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
   REQUIRE(out.fatal.ok());
@@ -140,7 +140,7 @@ TEST_CASE("write engine: zeros are unmapped on a thin LUN that reads unmapped bl
           "[engine][write]") {
   FakeLinkOptions link;
   link.lun_bytes = 4 << 20;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), {}, /*thin=*/true);
+  WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), {}, /*thin=*/true);
   const std::vector<uint8_t> image = Image(link.lun_bytes);
   WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
   REQUIRE(out.finish.ok());
@@ -153,13 +153,14 @@ TEST_CASE("write engine: a provisioning page with WRITE SAME(16) UNMAP lets zero
           "[engine][write]") {
   FakeLinkOptions link;
   link.lun_bytes = 4 << 20;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), {}, /*thin=*/true, 300s, [](LunInfo& lun) {
-    lun.has_provisioning_page = true;
-    lun.unmap_supported = true;
-    lun.write_same_unmap_supported = true;
-    lun.page_unmapped_reads_zero = true;
-    lun.provisioning_type = 2;
-  });
+  WriteRig rig =
+      MakeWriteRig(link, WritePlan(2, 2, 264 << 10), {}, /*thin=*/true, 300s, [](LunInfo& lun) {
+        lun.has_provisioning_page = true;
+        lun.unmap_supported = true;
+        lun.write_same_unmap_supported = true;
+        lun.page_unmapped_reads_zero = true;
+        lun.provisioning_type = 2;
+      });
   const std::vector<uint8_t> image = Image(link.lun_bytes);
   WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
   REQUIRE(out.finish.ok());
@@ -174,11 +175,12 @@ TEST_CASE("write engine: a provisioning page without WRITE SAME(16) UNMAP keeps 
   // still writes the zeros, without the UNMAP bit the target did not promise to honour.
   FakeLinkOptions link;
   link.lun_bytes = 4 << 20;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), {}, /*thin=*/true, 300s, [](LunInfo& lun) {
-    lun.has_provisioning_page = true;
-    lun.unmap_supported = true;
-    lun.write_same_unmap_supported = false;
-  });
+  WriteRig rig =
+      MakeWriteRig(link, WritePlan(2, 2, 264 << 10), {}, /*thin=*/true, 300s, [](LunInfo& lun) {
+        lun.has_provisioning_page = true;
+        lun.unmap_supported = true;
+        lun.write_same_unmap_supported = false;
+      });
   const std::vector<uint8_t> image = Image(link.lun_bytes);
   WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
   REQUIRE(out.finish.ok());
@@ -209,7 +211,7 @@ TEST_CASE("write engine: a connection lost mid-WRITE is replaced and its WRITEs 
   FakeLinkOptions link;
   link.lun_bytes = 8 << 20;
   link.channel_bytes_per_second = 2e6;  // a run longer than the reconnect's back-off (0.5 s)
-  Rig rig = Make(link, Plan(3, 2, 264 << 10), [](FakeTransport& fake) {
+  WriteRig rig = MakeWriteRig(link, WritePlan(3, 2, 264 << 10), [](FakeTransport& fake) {
     fake.on_write = [](const FakeCommand& c) {
       if (c.channel == 1 && c.login == 1 && c.nth == 4)
         return FakeAnswer{FakeAnswer::Kind::kLoseChannel};
@@ -232,7 +234,7 @@ TEST_CASE("write engine: a WRITE that times out costs its connection, not the da
   FakeLinkOptions link;
   link.lun_bytes = 4 << 20;
   link.command_timeout = 30s;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), [](FakeTransport& fake) {
+  WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), [](FakeTransport& fake) {
     fake.on_write = [](const FakeCommand& c) {
       if (c.channel == 0 && c.login == 1 && c.nth == 3) return FakeAnswer{FakeAnswer::Kind::kHang};
       return FakeAnswer{};
@@ -253,8 +255,8 @@ TEST_CASE("write engine: WRITEs that never finish end the run naming the range",
   FakeLinkOptions link;
   link.lun_bytes = 2 << 20;
   link.command_timeout = 60s;
-  Rig rig = Make(
-      link, Plan(2, 2, 264 << 10),
+  WriteRig rig = MakeWriteRig(
+      link, WritePlan(2, 2, 264 << 10),
       [](FakeTransport& fake) {
         fake.on_write = [](const FakeCommand&) { return FakeAnswer{FakeAnswer::Kind::kHang}; };
       },
@@ -272,7 +274,7 @@ TEST_CASE("write engine: a connection that answers slower gets fewer WRITEs", "[
   link.lun_bytes = 24 << 20;
   link.channel_bytes_per_second = 20e6;
   link.slowdown = [](size_t channel) { return channel == 1 ? 8.0 : 1.0; };
-  Rig rig = Make(link, Plan(4, 2, 264 << 10));
+  WriteRig rig = MakeWriteRig(link, WritePlan(4, 2, 264 << 10));
   std::vector<uint8_t> image = Image(link.lun_bytes);
   std::replace(image.begin(), image.end(), uint8_t{0}, uint8_t{1});  // data only
   WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);
@@ -290,7 +292,7 @@ TEST_CASE("write engine: a refused WRITE SAME becomes WRITEs of zeros", "[engine
   FakeLinkOptions link;
   link.lun_bytes = 8 << 20;
   int refused = 0;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), [&refused](FakeTransport& fake) {
+  WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), [&refused](FakeTransport& fake) {
     fake.on_write = [&refused](const FakeCommand& c) {
       if (c.op != BlockOp::kWriteZeros) return FakeAnswer{};
       ++refused;  // ILLEGAL REQUEST: invalid operation code
@@ -322,14 +324,14 @@ TEST_CASE("write engine: WRITE SAMEs stay within the LUN's maximum WRITE SAME le
   };
   const std::vector<uint8_t> zeros(link.lun_bytes, 0);
   SECTION("no limit reported: one WRITE SAME for the 4 MiB") {
-    Rig rig = Make(link, Plan(2, 2, 264 << 10), watch);
+    WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), watch);
     REQUIRE(WriteAll(*rig.engine, zeros, 4 << 20).finish.ok());
     CHECK(rig.fake->write_sames() == 1);
     CHECK(longest == 4u << 20);
   }
   SECTION("a limit of 1024 blocks (512 KiB): eight") {
-    Rig rig = Make(link, Plan(2, 2, 264 << 10), watch, false, 300s,
-                   [](LunInfo& lun) { lun.max_write_same_blocks = 1024; });
+    WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), watch, false, 300s,
+                                [](LunInfo& lun) { lun.max_write_same_blocks = 1024; });
     REQUIRE(WriteAll(*rig.engine, zeros, 4 << 20).finish.ok());
     CHECK(rig.fake->write_sames() == 8);
     CHECK(longest == 512u << 10);
@@ -341,7 +343,7 @@ TEST_CASE("write engine: the all-zero pieces inside a larger WRITE go as WRITE S
           "[engine][write]") {
   FakeLinkOptions link;
   link.lun_bytes = 2 << 20;
-  Rig rig = Make(link, Plan(2, 2, 128 << 10));
+  WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 128 << 10));
   std::vector<uint8_t> image(link.lun_bytes, 0x77);
   std::fill(image.begin() + (512 << 10), image.begin() + (1024 << 10), 0);  // 4 pieces of zeros
   WriteOutcome out = WriteAll(*rig.engine, image, 1 << 20);  // two writes, neither all zero
@@ -358,7 +360,7 @@ TEST_CASE("write engine: a target without SYNCHRONIZE CACHE(16) gets the 10-byte
   FakeLinkOptions link;
   link.lun_bytes = 2 << 20;
   int refused = 0;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), [&refused](FakeTransport& fake) {
+  WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), [&refused](FakeTransport& fake) {
     fake.on_write = [&refused](const FakeCommand& c) {
       if (c.op != BlockOp::kSynchronizeCache || c.legacy) return FakeAnswer{};
       ++refused;
@@ -378,7 +380,7 @@ TEST_CASE("write engine: a SYNCHRONIZE CACHE that fails fails the run", "[engine
   FakeLinkOptions link;
   link.lun_bytes = 2 << 20;
   int syncs = 0;
-  Rig rig = Make(link, Plan(2, 2, 264 << 10), [&syncs](FakeTransport& fake) {
+  WriteRig rig = MakeWriteRig(link, WritePlan(2, 2, 264 << 10), [&syncs](FakeTransport& fake) {
     fake.on_write = [&syncs](const FakeCommand& c) {
       if (c.op != BlockOp::kSynchronizeCache) return FakeAnswer{};
       ++syncs;
