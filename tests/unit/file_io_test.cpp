@@ -22,8 +22,8 @@ using wanbackup::pipeline::FileSource;
 
 namespace {
 
-struct TempDir : wanbackup::testing::TempDir {
-  TempDir() : wanbackup::testing::TempDir("fileio") {}
+struct FileIoDir : wanbackup::testing::TempDir {
+  FileIoDir() : wanbackup::testing::TempDir("fileio") {}
 };
 
 std::vector<uint8_t> FileBytes(const std::string& path) {
@@ -34,7 +34,7 @@ std::vector<uint8_t> FileBytes(const std::string& path) {
 }  // namespace
 
 TEST_CASE("file sink: an existing file is kept unless overwriting is asked for", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   const std::string path = dir.path() + "/out.img";
   std::ofstream(path) << "precious";
   auto refused = FileSink::Open(path, FileSinkOptions{});
@@ -48,7 +48,7 @@ TEST_CASE("file sink: an existing file is kept unless overwriting is asked for",
 }
 
 TEST_CASE("file sink: new files are private and keep holes where nothing was written", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   const std::string path = dir.path() + "/sparse.img";
   auto sink = FileSink::Open(path, FileSinkOptions{});
   REQUIRE(sink.ok());
@@ -64,7 +64,7 @@ TEST_CASE("file sink: new files are private and keep holes where nothing was wri
 }
 
 TEST_CASE("file sink: a directory or a missing parent is refused clearly", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   CHECK(FileSink::Open(dir.path(), FileSinkOptions{}).status().code() ==
         StatusCode::kInvalidArgument);
   CHECK(FileSink::Open(dir.path() + "/no/such/dir/x.img", FileSinkOptions{}).status().code() ==
@@ -72,7 +72,7 @@ TEST_CASE("file sink: a directory or a missing parent is refused clearly", "[fil
 }
 
 TEST_CASE("file source to file sink: a copy of an odd-sized file is bit-exact", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   const std::string in = dir.path() + "/in.img", out = dir.path() + "/out.img";
   std::vector<uint8_t> data(9 * 1024 * 1024 + 123);
   for (size_t i = 0; i < data.size(); ++i)
@@ -92,7 +92,7 @@ TEST_CASE("file source to file sink: a copy of an odd-sized file is bit-exact", 
 }
 
 TEST_CASE("file source: a missing or empty file is refused", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   CHECK(FileSource::Open(dir.path() + "/missing").status().code() == StatusCode::kNotFound);
   { std::ofstream empty(dir.path() + "/empty"); }  // created, and closed at once
   CHECK(FileSource::Open(dir.path() + "/empty").status().code() == StatusCode::kInvalidArgument);
@@ -110,7 +110,7 @@ size_t Entries(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("file sink: a replacement left unfinished leaves the old file untouched", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   const std::string path = dir.path() + "/out.img";
   std::ofstream(path) << "precious";
   FileSinkOptions force;
@@ -128,7 +128,7 @@ TEST_CASE("file sink: a replacement left unfinished leaves the old file untouche
 
 TEST_CASE("file sink: a finished replacement is whole, private and leaves nothing beside it",
           "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   const std::string path = dir.path() + "/out.img";
   std::ofstream(path) << "precious";
   REQUIRE(::chmod(path.c_str(), 0644) == 0);
@@ -149,7 +149,7 @@ TEST_CASE("file sink: a finished replacement is whole, private and leaves nothin
 }
 
 TEST_CASE("file source: direct reads at unaligned offsets and lengths are exact", "[fileio]") {
-  TempDir dir;
+  FileIoDir dir;
   const std::string in = dir.path() + "/in.img";
   std::vector<uint8_t> data(3 * 1024 * 1024 + 123);
   for (size_t i = 0; i < data.size(); ++i)
