@@ -70,10 +70,11 @@ std::string Explain(const TuningPlan& plan, double rtt_s, const std::string& not
   const uint64_t b = plan.io_size;
   char buf[256];
   std::snprintf(
-      buf, sizeof buf, "RTT %.1f ms: %d connection%s x %d %s x %llu KiB in flight (%llu MiB)%s",
+      buf, sizeof buf, "RTT %.1f ms: %d connection%s x %d %s x %llu KiB in flight (%llu MiB)%s%s",
       rtt_s * 1e3, c, c == 1 ? "" : "s", n, commands, static_cast<unsigned long long>(b >> 10),
       static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
-      plan.adapt_connections ? ", more connections while they help" : "");
+      plan.adapt_connections ? ", more connections while they help" : "",
+      plan.pace_reads ? ", paced over the round trip" : "");
   std::string explanation = buf;
   if (!notes.empty()) explanation += ";" + notes.substr(0, notes.size() - 1);
   return explanation;
@@ -160,6 +161,7 @@ TuningPlan PlanTransfer(const TuningRequest& r) {
 
   TuningPlan plan;
   FillPlan(r, cap, c, n, b, &plan);
+  plan.pace_reads = rtt_s >= kShortRttSeconds && c * n > 1;
   plan.explanation = Explain(plan, rtt_s, notes);
   return plan;
 }
@@ -241,6 +243,33 @@ std::chrono::nanoseconds ServiceInterval(int budget, uint64_t io_size, double by
       static_cast<double>(budget - 1) * static_cast<double>(io_size) / bytes_per_second;
   const auto pause = std::chrono::nanoseconds(static_cast<int64_t>(cover_s / 8 * 1e9));
   return std::min<std::chrono::nanoseconds>(pause, kMaxServiceInterval);
+}
+
+int RateLimitedCommands(int limit, double bytes_per_second, std::chrono::nanoseconds rtt,
+                        uint64_t io_size) {
+  if (!(bytes_per_second > 0) || io_size == 0) return limit;
+  const double window = bytes_per_second * std::chrono::duration<double>(rtt).count();
+  const double commands = std::ceil(kRateWindows * window / static_cast<double>(io_size));
+  return std::clamp(static_cast<int>(std::min<double>(commands, limit)), std::min(2, limit), limit);
+}
+
+void ReadPacer::OnRound(double delivered, bool app_limited, bool warming, double window_rate) {
+  highest_ = std::max(highest_, delivered);
+  if (!starting_ || warming || app_limited) return;
+  if (highest_ >= growth_base_ * kPaceStartupGrowth) {
+    growth_base_ = highest_;
+    flat_rounds_ = 0;
+  } else {
+    ++flat_rounds_;
+  }
+  // Done when the pace reaches the window's, or the delivered rate stopped growing.
+  starting_ = kPaceStartupGain * highest_ < window_rate && flat_rounds_ < kPaceStartupRounds;
+}
+
+double ReadPacer::rate(double window_rate) const {
+  const double steady = kPaceWindowShare * window_rate;
+  if (!starting_) return steady;
+  return std::min(steady, std::max(kPaceStartupGain * highest_, initial_rate_));
 }
 
 }  // namespace wanbackup::initiator

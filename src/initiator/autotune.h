@@ -34,6 +34,9 @@
 //     throughput by 20 % or more (measured over at least 1 s or 8 RTT, after the start-up
 //     ramp); a smaller bar let the ramp's own growth pass for a gain and added connections
 //     that cost throughput.
+//   - On a WAN, READs are paced: issued evenly at 95 % of the window's rate (C x N x B per round
+//     trip) after a start-up from the targets' first windows, and no connection holds more than
+//     1.5 round trips of what it delivers (ReadPacer and RateLimitedCommands, below).
 //   - Each connection needs (N + 1)·B of buffers (one waiting spare). If C·(N+1)·B exceeds the
 //     buffer budget (--max-memory less what the program itself needs), N shrinks first (to 1),
 //     then C, then B (to 256 KiB).
@@ -83,6 +86,7 @@ struct TuningPlan {
   uint64_t io_size = kDefaultIoSize;
   bool adapt_connections = false;  // ConnectionScaler may add connections (C was not given)
   int max_connections = 1;         // what the memory cap allows at this N and B
+  bool pace_reads = false;         // ReadPacer (below): on a WAN, with more than one READ
   std::string explanation;         // one line: why these values
 };
 
@@ -169,6 +173,17 @@ struct ConnectionLoad {
 // less than N.
 int PerConnectionLimit(int queue_depth, uint64_t io_size);
 
+// And never more than kRateWindows x what the connection delivers in a round trip (at least 2
+// commands; a rate of 0, not measured yet, leaves `limit` as it is). A connection whose window
+// collapsed after a loss otherwise keeps its share of READs, which fill its socket in the
+// target; tgt 1.0.85 then spins on that socket and every other connection waits: at 150 ms
+// one-way no READ finished in less than 3.8 s for over a second, tgtd at 20 CPU s per 4 GiB
+// instead of 8-10 (docs/performance.md, "Pacing READs"). Linux sizes a send buffer at about
+// twice the window, so 1.5 windows of READs fit.
+inline constexpr double kRateWindows = 1.5;
+int RateLimitedCommands(int limit, double bytes_per_second, std::chrono::nanoseconds rtt,
+                        uint64_t io_size);
+
 // The index of the connection for the next command, or -1 when `in_flight` has reached `budget`
 // or no usable connection has room.
 int ChooseConnection(std::span<const ConnectionLoad> connections, int in_flight, int budget,
@@ -186,5 +201,51 @@ int ChooseConnection(std::span<const ConnectionLoad> connections, int in_flight,
 // is 0: nothing would hide the delay.
 inline constexpr std::chrono::microseconds kMaxServiceInterval{1000};
 std::chrono::nanoseconds ServiceInterval(int budget, uint64_t io_size, double bytes_per_second);
+
+// Pacing READs. The initiator asks for every byte the target sends, so the rate at which it
+// issues READs is the rate at which data enters the network. Issued as fast as completions free
+// the budget, READs arrive at the target in bunches, and each leaves as one burst at the speed of
+// the target's interface: behind a 1 Gbit/s link with a 2 MiB queue, 16 CUBIC connections lost
+// 0.1-0.35 % of their segments there at 64-200 ms one-way, and each loss halves a window that
+// takes seconds to grow back at such round trips. So READs are issued evenly, never faster than
+// the window rate — the budget (C x N x B, one bandwidth-delay product of the assumed link) per
+// round trip — times kPaceWindowShare, at most one READ ahead (docs/performance.md, "Pacing
+// READs"):
+//   - start-up: kPaceStartupGain x the highest rate delivered in a round so far, from what the
+//     target's connections can send in their first round trip (kInitialWindowBytes each): the
+//     target's TCP slow start grows its windows at that pace without a backlog of READs, and a
+//     backlog is what makes slow start send in bursts of twice the link's rate. It ends when
+//     that reaches the window rate, or when the delivered rate grew by less than
+//     kPaceStartupGrowth in kPaceStartupRounds rounds (rounds while connections still log in or
+//     ramp up, or that ran out of READs to issue, do not count);
+//   - then kPaceWindowShare x the window rate. That is not an estimate of the link: the window
+//     already is the plan's (autotune.h: a 1 Gbit/s link), and pacing only spreads it evenly.
+// A round is one round trip, at least kPaceMinRound, so that a sample spans many READs.
+inline constexpr double kPaceWindowShare = 0.95;
+inline constexpr double kPaceStartupGain = 1.5;
+inline constexpr double kInitialWindowBytes = 10 * 1448;  // Linux's 10 segments (RFC 6928)
+inline constexpr double kPaceStartupGrowth = 1.25;
+inline constexpr int kPaceStartupRounds = 3;
+inline constexpr std::chrono::milliseconds kPaceMinRound{50};
+
+class ReadPacer {
+ public:
+  // `initial_rate`: the start-up pace before anything was delivered (bytes/s).
+  explicit ReadPacer(double initial_rate = 0) : initial_rate_(initial_rate) {}
+  // At the end of each round: the bytes per second it delivered; `app_limited`: it ran out of
+  // READs to issue; `warming`: connections were still logging in or ramping up.
+  void OnRound(double delivered, bool app_limited, bool warming, double window_rate);
+  // Bytes per second to issue READs at, under `window_rate` (budget bytes per round trip).
+  double rate(double window_rate) const;
+  bool starting() const { return starting_; }
+  double highest() const { return highest_; }
+
+ private:
+  double initial_rate_;
+  bool starting_ = true;
+  double highest_ = 0;      // the most delivered in one round
+  double growth_base_ = 0;  // highest_ when it last grew by kPaceStartupGrowth
+  int flat_rounds_ = 0;
+};
 
 }  // namespace wanbackup::initiator

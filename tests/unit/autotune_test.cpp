@@ -276,3 +276,69 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
   CHECK(UnsolicitedWriteBytes(none) == 0);
   CHECK(PlanWrite(Lun(32ms), none).io_size == 256u << 10);
 }
+
+TEST_CASE("pacing READs: on a WAN with more than one READ, never on a LAN nor for WRITEs",
+          "[autotune]") {
+  CHECK(PlanTransfer(Lun(32ms)).pace_reads);
+  CHECK(PlanTransfer(Lun(200ms)).pace_reads);
+  CHECK_THAT(PlanTransfer(Lun(200ms)).explanation, Catch::Contains("paced"));
+  CHECK_FALSE(PlanTransfer(Lun(500us)).pace_reads);  // one connection fills a LAN
+  TuningRequest baseline = Lun(32ms);                // the paper's baseline: one READ
+  baseline.connections = 1;
+  baseline.queue_depth = 1;
+  CHECK_FALSE(PlanTransfer(baseline).pace_reads);
+  CHECK_FALSE(wanbackup::initiator::PlanWrite(Lun(32ms), {}).pace_reads);
+}
+
+TEST_CASE("pacing READs: start-up grows by half each round from the targets' first windows",
+          "[autotune]") {
+  using wanbackup::initiator::ReadPacer;
+  const double window = 120e6;  // budget per round trip
+  ReadPacer pacer(1e6);
+  CHECK(pacer.rate(window) == 1e6);  // nothing delivered yet
+  pacer.OnRound(4e6, false, false, window);
+  CHECK(pacer.rate(window) == Approx(6e6));
+  // Rounds that ran out of READs or were still ramping up count for the rate, not for the end
+  // of start-up.
+  pacer.OnRound(5e6, true, false, window);
+  pacer.OnRound(5e6, false, true, window);
+  CHECK(pacer.starting());
+  CHECK(pacer.rate(window) == Approx(7.5e6));
+  // A lower round never lowers the pace.
+  pacer.OnRound(1e6, false, false, window);
+  CHECK(pacer.rate(window) == Approx(7.5e6));
+  // Once 1.5 x delivered reaches the window rate, the run is paced at 95 % of it.
+  pacer.OnRound(90e6, false, false, window);
+  CHECK_FALSE(pacer.starting());
+  CHECK(pacer.rate(window) == Approx(0.95 * window));
+  // And the window rate moves with the budget (connections added or retired).
+  CHECK(pacer.rate(2 * window) == Approx(1.9 * window));
+}
+
+TEST_CASE("pacing READs: start-up ends when the delivered rate stops growing", "[autotune]") {
+  using wanbackup::initiator::ReadPacer;
+  const double window = 120e6;
+  ReadPacer pacer(1e6);
+  pacer.OnRound(40e6, false, false, window);  // grew: 40 MB/s is the new base
+  pacer.OnRound(45e6, false, false, window);  // under 25 % more: flat 1
+  pacer.OnRound(48e6, false, false, window);  // flat 2
+  CHECK(pacer.starting());
+  CHECK(pacer.rate(window) == Approx(72e6));
+  pacer.OnRound(49e6, false, false, window);  // flat 3: the link (or the target) is full
+  CHECK_FALSE(pacer.starting());
+  CHECK(pacer.rate(window) == Approx(0.95 * window));
+}
+
+TEST_CASE("sharing commands: a connection holds at most 1.5 round trips of what it delivers",
+          "[autotune]") {
+  using wanbackup::initiator::RateLimitedCommands;
+  // 7.5 MB/s (a sixteenth of the link) at 300 ms: 2.25 MB, x 1.5 = 12.9 READs of 256 KiB.
+  CHECK(RateLimitedCommands(16, 7.5e6, 300ms, 256 << 10) == 13);
+  // A window that collapsed after a loss: fewer, but never fewer than 2.
+  CHECK(RateLimitedCommands(16, 1e6, 300ms, 256 << 10) == 2);
+  CHECK(RateLimitedCommands(16, 0.1e6, 300ms, 256 << 10) == 2);
+  // Never more than the shared limit, and a rate not measured yet leaves it as it is.
+  CHECK(RateLimitedCommands(16, 100e6, 300ms, 256 << 10) == 16);
+  CHECK(RateLimitedCommands(16, 0, 300ms, 256 << 10) == 16);
+  CHECK(RateLimitedCommands(1, 0.1e6, 300ms, 256 << 10) == 1);
+}

@@ -69,6 +69,7 @@ struct CommandEngine::Command {
   int attempts = 0;
   int medium_attempts = 0;
   Clock::time_point not_before{};
+  Clock::time_point issued{};  // while in flight: when it was sent
 };
 
 struct CommandEngine::Slot {
@@ -89,6 +90,8 @@ CommandEngine::CommandEngine(std::unique_ptr<Transport> transport, CommandEngine
     : transport_(std::move(transport)),
       config_(std::move(config)),
       per_connection_limit_(PerConnectionLimit(config_.plan.queue_depth, config_.plan.io_size)),
+      pacer_(config_.plan.connections * kInitialWindowBytes /
+             std::max(1e-3, std::chrono::duration<double>(config_.rtt).count())),
       scaler_(config_.plan.connections, config_.plan.max_connections) {
   target_connections_ = config_.plan.connections;
   auto slot = std::make_unique<Slot>();
@@ -189,6 +192,7 @@ void CommandEngine::Step(TransportEvents* events) {
   }
   if (!failed_) {
     EstimateRates(now);
+    PaceRound(now);
     IssueCommands(now);
     MeasureAndScale(now);
     RetireExtraConnections();
@@ -212,6 +216,7 @@ CommandEngine::Clock::time_point CommandEngine::PollDeadline(Clock::time_point n
   // A retry waiting for its back-off wakes the loop when due; a command that is due but found
   // no room waits for a completion like everything else.
   Clock::time_point deadline = now + kMaxPollWait;
+  if (!ready_.empty() && pace_wake_ > now) deadline = std::min(deadline, pace_wake_);
   if (!ready_.empty() && ready_.front()->not_before > now) {
     deadline = std::min(deadline, ready_.front()->not_before);
   }
@@ -333,12 +338,60 @@ void CommandEngine::RetireExtraConnections() {
   }
 }
 
+bool CommandEngine::Warming() const {
+  int up = 0;
+  for (const auto& slot : slots_) {
+    if (slot->state != Slot::State::kUp) continue;
+    ++up;
+    if (slot->ramp_bytes < config_.plan.io_size) return true;
+  }
+  return up != target_connections_.load() || up != static_cast<int>(slots_.size());
+}
+
+void CommandEngine::PaceRound(Clock::time_point now) {
+  if (!config_.plan.pace_reads) return;
+  if (round_start_ == Clock::time_point{}) {
+    round_start_ = now;
+    pace_refill_ = now;
+  }
+  const auto length = std::max<std::chrono::nanoseconds>(kPaceMinRound, config_.rtt);
+  const double rtt_s = std::max(1e-3, std::chrono::duration<double>(config_.rtt).count());
+  const double window_rate =
+      static_cast<double>(CommandBudget()) * static_cast<double>(config_.plan.io_size) / rtt_s;
+  if (now - round_start_ >= length) {
+    const double seconds = std::chrono::duration<double>(now - round_start_).count();
+    const double delivered = static_cast<double>(round_bytes_) / seconds;
+    pacer_.OnRound(delivered, round_app_limited_, Warming(), window_rate);
+    WB_TRACE("pacer: round delivered %.1f MB/s%s, min latency %.2f ms; pace %.1f MB/s%s",
+             delivered / 1e6, round_app_limited_ ? " (ran out of READs)" : "",
+             std::chrono::duration<double, std::milli>(round_min_latency_).count(),
+             pacer_.rate(window_rate) / 1e6, pacer_.starting() ? " (start-up)" : "");
+    round_start_ = now;
+    round_bytes_ = 0;
+    round_app_limited_ = false;
+    round_min_latency_ = std::chrono::nanoseconds::max();
+  }
+  // Room for one READ at most: two go back to back, never a bunch.
+  const double depth = static_cast<double>(config_.plan.io_size);
+  const double rate = pacer_.rate(window_rate);
+  pace_rate_ = rate;
+  const double refill = rate * std::chrono::duration<double>(now - pace_refill_).count();
+  pace_tokens_ = rate > 0 ? std::min(depth, pace_tokens_ + refill) : depth;
+  pace_refill_ = now;
+}
+
 void CommandEngine::IssueCommands(Clock::time_point now) {
   for (size_t i = 0; i < ready_.size();) {
     Command* cmd = ready_[i];
     if (cmd->not_before > now) {
       ++i;
       continue;
+    }
+    const bool paced = config_.plan.pace_reads && cmd->op == BlockOp::kRead;
+    if (paced && pace_tokens_ <= 0) {
+      const double wait_s = -pace_tokens_ / std::max(1.0, pace_rate_);
+      pace_wake_ = now + std::chrono::nanoseconds(static_cast<int64_t>(wait_s * 1e9) + 1);
+      return;
     }
     const int best_index = PickConnection();
     if (best_index < 0) return;
@@ -360,12 +413,16 @@ void CommandEngine::IssueCommands(Clock::time_point now) {
     WB_TRACE("slot %d: %s lba %llu bytes %u (outstanding %d)", best_index, OpName(cmd->op),
              static_cast<unsigned long long>(cmd->lba), cmd->bytes, best.outstanding + 1);
     cmd->slot = best_index;
+    cmd->issued = now;
     in_flight_[cmd->id] = cmd;
     ++best.outstanding;
     ++commands_in_flight_;
     bytes_in_flight_ += cmd->bytes;
+    if (paced) pace_tokens_ -= cmd->bytes;
     ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
   }
+  // Everything due went out and the budget has room: the consumer, not the link, set the pace.
+  round_app_limited_ = true;
 }
 
 CommandEngine::Command* CommandEngine::SplitToRamp(size_t ready_index, uint32_t limit) {
@@ -394,7 +451,11 @@ int CommandEngine::PickConnection() {
   loads_.resize(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = *slots_[i];
-    const bool usable = slot.state == Slot::State::kUp && !slot.broken && i < wanted;
+    // A READ-paced run also keeps each connection within what it carries (autotune.h).
+    const bool room = !config_.plan.pace_reads ||
+                      slot.outstanding < RateLimitedCommands(per_connection_limit_, slot.rate,
+                                                             config_.rtt, config_.plan.io_size);
+    const bool usable = slot.state == Slot::State::kUp && !slot.broken && i < wanted && room;
     loads_[i] = ConnectionLoad{usable, slot.outstanding, slot.rate};
   }
   return ChooseConnection(loads_, static_cast<int>(in_flight_.size()), CommandBudget(),
@@ -496,6 +557,10 @@ void CommandEngine::OnCommandDone(const CommandDone& done) {
         std::min<uint64_t>(config_.plan.io_size, uint64_t{slot.ramp_bytes} * 2));
     window_bytes_ += cmd->bytes;
     slot.delivered += cmd->bytes;
+    if (cmd->op == BlockOp::kRead) {
+      round_bytes_ += cmd->bytes;
+      round_min_latency_ = std::min(round_min_latency_, transport_->Now() - cmd->issued);
+    }
   } else if (cmd->op == BlockOp::kWriteZeros) {
     bytes_zeroed_ += cmd->bytes;
   }
@@ -670,20 +735,13 @@ Status CommandEngine::NoProgressStatus() const {
 
 void CommandEngine::MeasureAndScale(Clock::time_point now) {
   if (!config_.plan.adapt_connections || scaler_.settled()) return;
-  int up = 0;
-  bool ramped = true;  // every connection is past its start-up ramp
-  for (const auto& slot : slots_) {
-    if (slot->state != Slot::State::kUp) continue;
-    ++up;
-    ramped = ramped && slot->ramp_bytes >= config_.plan.io_size;
-  }
-  const bool all_up = up == target_connections_.load() && up == static_cast<int>(slots_.size());
   const bool full = static_cast<int>(in_flight_.size()) >= CommandBudget();
   const bool busy = !ready_.empty() || full;
-  if (!all_up || !busy || !ramped) {
+  if (Warming() || !busy) {
     window_valid_ = false;
     return;
   }
+  const int up = target_connections_.load();  // not warming: every one is up
   if (!window_valid_) {
     window_valid_ = true;
     window_start_ = now;

@@ -111,6 +111,8 @@ class CommandEngine {
   void ManageConnections(Clock::time_point now);
   void OnConnected(const ConnectDone& done, Clock::time_point now);
   void RetireExtraConnections();
+  void PaceRound(Clock::time_point now);  // ReadPacer's rounds and the token bucket
+  bool Warming() const;                   // a connection is logging in or ramping up
   void IssueCommands(Clock::time_point now);
   void SplitRequest(Request* request, BlockOp op);
   uint8_t* ZeroData();  // io_size bytes of zeros
@@ -171,6 +173,16 @@ class CommandEngine {
   Status last_error_;
   std::vector<uint8_t> zeros_;  // the data of WRITE SAMEs sent as WRITEs (FallBackToWrite)
   bool failed_ = false;
+  // Pacing READs (autotune.h, ReadPacer): a token bucket of bytes filled at pacer_.rate().
+  ReadPacer pacer_;
+  Clock::time_point round_start_{};
+  uint64_t round_bytes_ = 0;        // READ bytes delivered in this round
+  bool round_app_limited_ = false;  // this round ran out of READs to issue
+  std::chrono::nanoseconds round_min_latency_ = std::chrono::nanoseconds::max();
+  double pace_rate_ = 0;    // bytes/s, as of the last PaceRound
+  double pace_tokens_ = 0;  // bytes; below 0 after a READ larger than what was left
+  Clock::time_point pace_refill_{};
+  Clock::time_point pace_wake_{};  // when the bucket has room for the next READ
   // Connection scaling.
   ConnectionScaler scaler_;
   Clock::time_point window_start_;
