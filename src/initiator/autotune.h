@@ -162,9 +162,10 @@ class ConnectionScaler {
 // rather than N to each: TCP gives the connections of one link very different windows (one
 // carries a fifth of what another does after a loss), and a fixed N per connection leaves the fast
 // ones idle while the slow ones queue theirs in the target. An idle connection is served first
-// (its window stays open and its rate known); none takes more than PerConnectionLimit.
+// (its window stays open and its rate known); none takes more than PerConnectionLimit, nor, when
+// READs are paced, more than RateLimitedCommands (the engine then marks it not usable).
 struct ConnectionLoad {
-  bool usable = false;  // logged in, not failing
+  bool usable = false;  // logged in, not failing, below its own limit
   int outstanding = 0;  // commands in flight on it
   double rate = 0;      // bytes/s it delivered lately; 0 = not known yet (the average is assumed)
 };
@@ -173,13 +174,14 @@ struct ConnectionLoad {
 // less than N.
 int PerConnectionLimit(int queue_depth, uint64_t io_size);
 
-// And never more than kRateWindows x what the connection delivers in a round trip (at least 2
+// And never more than kRateWindows x what the connection delivers in `rtt` (at least 2
 // commands; a rate of 0, not measured yet, leaves `limit` as it is). A connection whose window
 // collapsed after a loss otherwise keeps its share of READs, which fill its socket in the
 // target; tgt 1.0.85 then spins on that socket and every other connection waits: at 150 ms
 // one-way no READ finished in less than 3.8 s for over a second, tgtd at 20 CPU s per 4 GiB
 // instead of 8-10 (docs/performance.md, "Pacing READs"). Linux sizes a send buffer at about
-// twice the window, so 1.5 windows of READs fit.
+// twice the window, so 1.5 windows of READs fit. The engine passes the login's RTT, or the
+// quickest READ so far when that is longer (a target slower to answer than the link is long).
 inline constexpr double kRateWindows = 1.5;
 int RateLimitedCommands(int limit, double bytes_per_second, std::chrono::nanoseconds rtt,
                         uint64_t io_size);

@@ -116,6 +116,7 @@ Status FakeTransport::Command(size_t index, const wbi::BlockCommand& command) {
   const FakeCommand seen{index,      channel.logins, ++channel.reads, command.lba,   command.bytes,
                          command.op, command.fua,    command.unmap,   command.legacy};
   const bool read = command.op == wbi::BlockOp::kRead;
+  if (read) read_log_.emplace_back(now_, command.bytes);
   FakeAnswer answer =
       read ? (on_read ? on_read(seen) : FakeAnswer{}) : (on_write ? on_write(seen) : FakeAnswer{});
   const uint64_t offset = command.lba * options_.block_size;
@@ -317,6 +318,11 @@ int FakeTransport::reconnect_logins() const {
 int FakeTransport::reads_past_end() const {
   std::lock_guard<std::mutex> lock(mu_);
   return reads_past_end_;
+}
+
+std::vector<std::pair<FakeTransport::Clock::time_point, uint32_t>> FakeTransport::read_log() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return read_log_;
 }
 
 uint64_t FakeTransport::bytes_on(size_t channel) const {

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "initiator/internal/transport.h"
@@ -98,6 +99,8 @@ class FakeTransport final : public wbi::Transport {
   int reconnect_logins() const;  // attempts that had to prove the same device
   int closes() const;            // connections the engine tore down while they were open
   int reads_past_end() const;    // READs that reached beyond the LUN (answered ILLEGAL REQUEST)
+  // When each READ was sent (virtual time) and its bytes, in order.
+  std::vector<std::pair<Clock::time_point, uint32_t>> read_log() const;
   uint64_t bytes_on(size_t channel) const;  // data delivered by one channel
   int max_open_channels() const;
   int open_channels() const;
@@ -167,6 +170,7 @@ class FakeTransport final : public wbi::Transport {
   std::vector<Channel> channels_;
   std::multimap<Clock::time_point, Event> events_;
   int logins_ = 0, reconnect_logins_ = 0, closes_ = 0, reads_past_end_ = 0, max_open_ = 1;
+  std::vector<std::pair<Clock::time_point, uint32_t>> read_log_;
   std::vector<uint8_t> disk_;  // empty until the first WRITE lands
   uint64_t bytes_written_ = 0, bytes_zeroed_ = 0;
   int write_sames_ = 0, unmaps_ = 0, syncs_ = 0, writes_after_sync_ = 0;

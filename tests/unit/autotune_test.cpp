@@ -298,8 +298,7 @@ TEST_CASE("pacing READs: start-up grows by half each round from the targets' fir
   CHECK(pacer.rate(window) == 1e6);  // nothing delivered yet
   pacer.OnRound(4e6, false, false, window);
   CHECK(pacer.rate(window) == Approx(6e6));
-  // Rounds that ran out of READs or were still ramping up count for the rate, not for the end
-  // of start-up.
+  // A round that ran out of READs or was still ramping up counts for the rate.
   pacer.OnRound(5e6, true, false, window);
   pacer.OnRound(5e6, false, true, window);
   CHECK(pacer.starting());
@@ -320,7 +319,13 @@ TEST_CASE("pacing READs: start-up ends when the delivered rate stops growing", "
   const double window = 120e6;
   ReadPacer pacer(1e6);
   pacer.OnRound(40e6, false, false, window);  // grew: 40 MB/s is the new base
-  pacer.OnRound(45e6, false, false, window);  // under 25 % more: flat 1
+  // Flat rounds that ran out of READs, or while connections ramp up, do not end it.
+  for (int i = 0; i < 5; ++i) {
+    pacer.OnRound(41e6, true, false, window);
+    pacer.OnRound(41e6, false, true, window);
+  }
+  CHECK(pacer.starting());
+  pacer.OnRound(45e6, false, false, window);  // under 25 % more than 40: flat 1
   pacer.OnRound(48e6, false, false, window);  // flat 2
   CHECK(pacer.starting());
   CHECK(pacer.rate(window) == Approx(72e6));

@@ -112,6 +112,21 @@ ReadOutcome ReadAll(ReadEngine& engine, uint64_t request_bytes, bool shared_buff
   return out;
 }
 
+// The most READ bytes sent within any `span` of virtual time.
+uint64_t MostBytesWithin(
+    const std::vector<std::pair<FakeTransport::Clock::time_point, uint32_t>>& log,
+    std::chrono::nanoseconds span) {
+  uint64_t most = 0, sum = 0;
+  size_t first = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    sum += log[i].second;
+    while (log[i].first - log[first].first >= span)
+      sum -= log[first++].second;
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
 bool Covers(const FakeRead& read, uint64_t lba) {
   return read.lba <= lba && lba < read.lba + read.bytes / 512;
 }
@@ -334,4 +349,27 @@ TEST_CASE("read engine: autotune drops the connections of a step that cost throu
   CHECK(stats.peak_connections == 14);  // 4 -> 6 -> 9 -> 14
   CHECK(stats.connections == 9);        // and back
   CHECK(rig.fake->open_channels() == 9);
+}
+
+TEST_CASE("read engine: paced READs go out evenly, not in the bunches completions come in",
+          "[engine]") {
+  // Fast connections on a long link: the READs issued together complete together.
+  FakeLinkOptions link;
+  link.lun_bytes = 64 << 20;
+  link.rtt = 100ms;
+  link.channel_bytes_per_second = 1e9;
+  TuningPlan plan = Plan(4, 8, 256 << 10);  // 8 MiB per round trip: 84 MB/s
+  plan.pace_reads = true;
+  Rig paced = Make(link, plan);
+  ReadOutcome out = ReadAll(*paced.engine, 1 << 20);
+  REQUIRE(out.fatal.ok());
+  CHECK(out.content_ok);
+  // At most one READ ahead of a pace of 0.95 x 84 MB/s: 80 KB per ms, plus two READs.
+  CHECK(MostBytesWithin(paced.fake->read_log(), 1ms) <= 2 * (256 << 10) + 80'000);
+  CHECK(paced.engine->Stats().bytes_read == link.lun_bytes);
+
+  plan.pace_reads = false;  // the same run unpaced: whole round trips' worth at once
+  Rig bunched = Make(link, plan);
+  REQUIRE(ReadAll(*bunched.engine, 1 << 20).content_ok);
+  CHECK(MostBytesWithin(bunched.fake->read_log(), 1ms) > 8 * (256 << 10));
 }

@@ -215,8 +215,12 @@ void CommandEngine::Step(TransportEvents* events) {
 CommandEngine::Clock::time_point CommandEngine::PollDeadline(Clock::time_point now) const {
   // A retry waiting for its back-off wakes the loop when due; a command that is due but found
   // no room waits for a completion like everything else.
+  // A READ held by the pacer wakes it when the bucket has room (at once if that time passed
+  // while the loop slept for the service interval).
   Clock::time_point deadline = now + kMaxPollWait;
-  if (!ready_.empty() && pace_wake_ > now) deadline = std::min(deadline, pace_wake_);
+  if (!ready_.empty() && pace_wake_ != Clock::time_point{}) {
+    deadline = std::min(deadline, std::max(pace_wake_, now));
+  }
   if (!ready_.empty() && ready_.front()->not_before > now) {
     deadline = std::min(deadline, ready_.front()->not_before);
   }
@@ -339,13 +343,19 @@ void CommandEngine::RetireExtraConnections() {
 }
 
 bool CommandEngine::Warming() const {
-  int up = 0;
-  for (const auto& slot : slots_) {
-    if (slot->state != Slot::State::kUp) continue;
-    ++up;
-    if (slot->ramp_bytes < config_.plan.io_size) return true;
+  // The connections the plan wants (those being retired do not count).
+  const auto wanted = static_cast<size_t>(std::max(1, target_connections_.load()));
+  if (slots_.size() < wanted) return true;
+  for (size_t i = 0; i < wanted; ++i) {
+    const Slot& slot = *slots_[i];
+    if (slot.state != Slot::State::kUp || slot.ramp_bytes < config_.plan.io_size) return true;
   }
-  return up != target_connections_.load() || up != static_cast<int>(slots_.size());
+  return false;
+}
+
+std::chrono::nanoseconds CommandEngine::RoundTrip() const {
+  if (min_read_latency_ == std::chrono::nanoseconds::max()) return config_.rtt;
+  return std::max<std::chrono::nanoseconds>(config_.rtt, min_read_latency_);
 }
 
 void CommandEngine::PaceRound(Clock::time_point now) {
@@ -381,6 +391,7 @@ void CommandEngine::PaceRound(Clock::time_point now) {
 }
 
 void CommandEngine::IssueCommands(Clock::time_point now) {
+  pace_wake_ = Clock::time_point{};
   for (size_t i = 0; i < ready_.size();) {
     Command* cmd = ready_[i];
     if (cmd->not_before > now) {
@@ -422,7 +433,7 @@ void CommandEngine::IssueCommands(Clock::time_point now) {
     ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
   }
   // Everything due went out and the budget has room: the consumer, not the link, set the pace.
-  round_app_limited_ = true;
+  if (static_cast<int>(in_flight_.size()) < CommandBudget()) round_app_limited_ = true;
 }
 
 CommandEngine::Command* CommandEngine::SplitToRamp(size_t ready_index, uint32_t limit) {
@@ -451,10 +462,11 @@ int CommandEngine::PickConnection() {
   loads_.resize(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = *slots_[i];
-    // A READ-paced run also keeps each connection within what it carries (autotune.h).
+    // A READ-paced run also keeps each connection within what it carries (autotune.h), over
+    // the round trip or the quickest READ so far if the target takes longer than the link.
     const bool room = !config_.plan.pace_reads ||
                       slot.outstanding < RateLimitedCommands(per_connection_limit_, slot.rate,
-                                                             config_.rtt, config_.plan.io_size);
+                                                             RoundTrip(), config_.plan.io_size);
     const bool usable = slot.state == Slot::State::kUp && !slot.broken && i < wanted && room;
     loads_[i] = ConnectionLoad{usable, slot.outstanding, slot.rate};
   }
@@ -559,7 +571,9 @@ void CommandEngine::OnCommandDone(const CommandDone& done) {
     slot.delivered += cmd->bytes;
     if (cmd->op == BlockOp::kRead) {
       round_bytes_ += cmd->bytes;
-      round_min_latency_ = std::min(round_min_latency_, transport_->Now() - cmd->issued);
+      const auto latency = transport_->Now() - cmd->issued;
+      round_min_latency_ = std::min(round_min_latency_, latency);
+      min_read_latency_ = std::min(min_read_latency_, latency);
     }
   } else if (cmd->op == BlockOp::kWriteZeros) {
     bytes_zeroed_ += cmd->bytes;
@@ -741,7 +755,7 @@ void CommandEngine::MeasureAndScale(Clock::time_point now) {
     window_valid_ = false;
     return;
   }
-  const int up = target_connections_.load();  // not warming: every one is up
+  const int up = target_connections_.load();  // not warming: every one wanted is up
   if (!window_valid_) {
     window_valid_ = true;
     window_start_ = now;

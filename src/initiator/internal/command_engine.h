@@ -2,7 +2,8 @@
 // the part the READ and WRITE engines share (read_engine.h, write_engine.h). It splits requests
 // into commands, decides which command goes on which channel, how big each one is while a
 // channel ramps up, when to retry (retry_policy.h), reconnect, add or drop channels
-// (ConnectionScaler, autotune.h) and give up; the transport moves the bytes.
+// (ConnectionScaler, autotune.h) and give up, and on a WAN paces READs (ReadPacer, autotune.h);
+// the transport moves the bytes.
 //
 // Commands of one run may be READs, WRITEs, WRITE SAMEs (all-zero ranges) and SYNCHRONIZE
 // CACHEs. A WRITE is done only when the target answered GOOD; one lost with its connection is
@@ -111,8 +112,9 @@ class CommandEngine {
   void ManageConnections(Clock::time_point now);
   void OnConnected(const ConnectDone& done, Clock::time_point now);
   void RetireExtraConnections();
-  void PaceRound(Clock::time_point now);  // ReadPacer's rounds and the token bucket
-  bool Warming() const;                   // a connection is logging in or ramping up
+  void PaceRound(Clock::time_point now);       // ReadPacer's rounds and the token bucket
+  bool Warming() const;                        // a connection is logging in or ramping up
+  std::chrono::nanoseconds RoundTrip() const;  // the login's RTT, or the quickest READ if longer
   void IssueCommands(Clock::time_point now);
   void SplitRequest(Request* request, BlockOp op);
   uint8_t* ZeroData();  // io_size bytes of zeros
@@ -178,7 +180,8 @@ class CommandEngine {
   Clock::time_point round_start_{};
   uint64_t round_bytes_ = 0;        // READ bytes delivered in this round
   bool round_app_limited_ = false;  // this round ran out of READs to issue
-  std::chrono::nanoseconds round_min_latency_ = std::chrono::nanoseconds::max();
+  std::chrono::nanoseconds round_min_latency_ = std::chrono::nanoseconds::max();  // for traces
+  std::chrono::nanoseconds min_read_latency_ = std::chrono::nanoseconds::max();   // of the run
   double pace_rate_ = 0;    // bytes/s, as of the last PaceRound
   double pace_tokens_ = 0;  // bytes; below 0 after a READ larger than what was left
   Clock::time_point pace_refill_{};
