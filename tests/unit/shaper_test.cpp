@@ -93,3 +93,19 @@ TEST_CASE("shaper: a blackhole drops everything until it ends", "[wanem]") {
   CHECK(s.BlackholedAt(1999 * kMs));
   CHECK(s.Admit(2000 * kMs, 100).verdict == Verdict::kForward);
 }
+
+TEST_CASE("shaper: departures wake on a grid of at most 50 us, never early", "[wanem]") {
+  Shaper s(1);
+  LinkParams p;
+  s.SetParams(p);  // no delay (a LAN): exact
+  CHECK(s.WakeAt(1'234'567) == 1'234'567);
+  p.delay_ns = 400'000;  // 0.4 ms: a step of 20 us
+  s.SetParams(p);
+  CHECK(s.WakeAt(1'000'001) == 1'020'000);
+  CHECK(s.WakeAt(1'020'000) == 1'020'000);
+  p.delay_ns = 64 * kMs;  // long delays: 50 us
+  s.SetParams(p);
+  CHECK(s.WakeAt(5000 * kMs + 1) == 5000 * kMs + 50'000);
+  CHECK(s.WakeAt(5000 * kMs + 49'999) == 5000 * kMs + 50'000);
+  CHECK(s.WakeAt(5000 * kMs + 50'001) == 5000 * kMs + 100'000);
+}

@@ -190,12 +190,13 @@ void Direction::Run() {
 
     // 3. Sleep until the next departure (or the next arrival).
     if (const PacketRing::Entry* e = ring_.Front()) {
-      if (e->release_ns != armed_ns) {
+      const int64_t wake_ns = shaper_.WakeAt(e->release_ns);
+      if (wake_ns != armed_ns) {
         itimerspec spec{};
-        spec.it_value.tv_sec = e->release_ns / 1'000'000'000;
-        spec.it_value.tv_nsec = e->release_ns % 1'000'000'000;
+        spec.it_value.tv_sec = wake_ns / 1'000'000'000;
+        spec.it_value.tv_nsec = wake_ns % 1'000'000'000;
         ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
-        armed_ns = e->release_ns;
+        armed_ns = wake_ns;
       }
     }
   }

@@ -1,7 +1,8 @@
 // Direction: one way of the emulated link (site A -> B, or B -> A), run by its own thread:
 // reads packets from one TUN fd, passes them through a Shaper into a PacketRing, and writes each
 // to the other TUN fd when its release time comes (timerfd, absolute CLOCK_MONOTONIC, 1 ns
-// timer slack; no busy waiting).
+// timer slack; no busy waiting; woken on the grid of Shaper::WakeAt, so one wake-up sends every
+// packet due by then).
 //
 // Thread-safety: Start/Stop from the owning thread; SetParams, params(), Blackhole and Stats
 // from any thread (they take a mutex or read atomics; the forwarding thread picks up new

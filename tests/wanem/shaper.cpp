@@ -36,6 +36,13 @@ double Shaper::NextUniform() {
   return static_cast<double>(result >> 11) * 0x1.0p-53;
 }
 
+int64_t Shaper::WakeAt(int64_t release_ns) const {
+  constexpr int64_t kMaxStepNs = 50'000;
+  const int64_t step = std::min(kMaxStepNs, params_.delay_ns / 20);
+  if (step <= 1 || release_ns <= 0) return release_ns;
+  return (release_ns + step - 1) / step * step;
+}
+
 uint64_t Shaper::BacklogBytes(int64_t now_ns) const {
   if (params_.rate_bps == 0 || serializer_free_ns_ <= now_ns) return 0;
   const double waiting_s = static_cast<double>(serializer_free_ns_ - now_ns) / 1e9;
