@@ -240,7 +240,6 @@ class ReadPacer {
   // Bytes per second to issue READs at, under `window_rate` (budget bytes per round trip).
   double rate(double window_rate) const;
   bool starting() const { return starting_; }
-  double highest() const { return highest_; }
 
  private:
   double initial_rate_;

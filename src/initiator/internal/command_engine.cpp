@@ -50,6 +50,11 @@ bool IsPermanent(const Status& s) {
   }
 }
 
+// The round trip in seconds, at least 1 ms (a loopback target measures ~0).
+double RttSeconds(std::chrono::nanoseconds rtt) {
+  return std::max(1e-3, std::chrono::duration<double>(rtt).count());
+}
+
 }  // namespace
 
 struct CommandEngine::Request {
@@ -90,8 +95,7 @@ CommandEngine::CommandEngine(std::unique_ptr<Transport> transport, CommandEngine
     : transport_(std::move(transport)),
       config_(std::move(config)),
       per_connection_limit_(PerConnectionLimit(config_.plan.queue_depth, config_.plan.io_size)),
-      pacer_(config_.plan.connections * kInitialWindowBytes /
-             std::max(1e-3, std::chrono::duration<double>(config_.rtt).count())),
+      pacer_(config_.plan.connections * kInitialWindowBytes / RttSeconds(config_.rtt)),
       scaler_(config_.plan.connections, config_.plan.max_connections) {
   target_connections_ = config_.plan.connections;
   auto slot = std::make_unique<Slot>();
@@ -365,9 +369,8 @@ void CommandEngine::PaceRound(Clock::time_point now) {
     pace_refill_ = now;
   }
   const auto length = std::max<std::chrono::nanoseconds>(kPaceMinRound, config_.rtt);
-  const double rtt_s = std::max(1e-3, std::chrono::duration<double>(config_.rtt).count());
-  const double window_rate =
-      static_cast<double>(CommandBudget()) * static_cast<double>(config_.plan.io_size) / rtt_s;
+  const double window_rate = static_cast<double>(CommandBudget()) *
+                             static_cast<double>(config_.plan.io_size) / RttSeconds(config_.rtt);
   if (now - round_start_ >= length) {
     const double seconds = std::chrono::duration<double>(now - round_start_).count();
     const double delivered = static_cast<double>(round_bytes_) / seconds;
@@ -386,7 +389,7 @@ void CommandEngine::PaceRound(Clock::time_point now) {
   const double rate = pacer_.rate(window_rate);
   pace_rate_ = rate;
   const double refill = rate * std::chrono::duration<double>(now - pace_refill_).count();
-  pace_tokens_ = rate > 0 ? std::min(depth, pace_tokens_ + refill) : depth;
+  pace_tokens_ = std::min(depth, pace_tokens_ + refill);  // the pace is never 0 (ReadPacer)
   pace_refill_ = now;
 }
 
