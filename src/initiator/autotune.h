@@ -233,11 +233,12 @@ inline constexpr std::chrono::milliseconds kPaceMinRound{50};
 class ReadPacer {
  public:
   // `initial_rate`: the start-up pace before anything was delivered (bytes/s).
-  explicit ReadPacer(double initial_rate = 0) : initial_rate_(initial_rate) {}
+  explicit ReadPacer(double initial_rate) : initial_rate_(initial_rate) {}
   // At the end of each round: the bytes per second it delivered; `app_limited`: it ran out of
   // READs to issue; `warming`: connections were still logging in or ramping up.
   void OnRound(double delivered, bool app_limited, bool warming, double window_rate);
   // Bytes per second to issue READs at, under `window_rate` (budget bytes per round trip).
+  // Above 0 whenever `initial_rate` and `window_rate` are: the engine's token bucket relies on it.
   double rate(double window_rate) const;
   bool starting() const { return starting_; }
 

@@ -43,9 +43,10 @@ class Shaper {
   uint64_t BacklogBytes(int64_t now_ns) const;
   // When to wake up to send a packet released at `release_ns`: the next point of a grid with a
   // step of 1/20 of the delay, at most 50 us, so one wake-up sends every packet due by then.
-  // Packets leave up to one step late, never early. At 1 Gbit/s a packet is due every 12 us, and
-  // arming a timer for each cost the emulator a quarter of its CPU (a timer write is a VM exit
-  // on a virtual machine). Without a delay (a LAN) the timing stays exact.
+  // Packets leave up to one step late, never early (at 1 Gbit/s up to 4 full-size packets back to
+  // back). A packet is due every 12 us at that rate, and arming a timer for each cost the emulator
+  // a fifth of its CPU (a timer write is a VM exit on a virtual machine). Without a delay (a LAN)
+  // the timing stays exact.
   int64_t WakeAt(int64_t release_ns) const;
 
  private:
