@@ -23,6 +23,7 @@ using wanbackup::testing::Run;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::SameBytes;
+using wanbackup::testing::SameFile;
 using wanbackup::testing::Testbed;
 
 namespace {
@@ -52,7 +53,7 @@ TEST_CASE("copy: a 512-byte-block LUN is copied bit-exact with default settings"
   auto summary = Summary(bed.Wanbackup({"copy", LunUrl(1), file, "--json"}));
   CHECK(summary["bytes"].get<uint64_t>() == std::stoull(bed.Var("LUN1_SIZE")));
   CHECK(summary["connections"].get<int>() >= 1);  // one suffices on a LAN
-  CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
+  CHECK(SameFile(file, bed.Var("LUN1_FILE")));
   struct stat st {};
   REQUIRE(::stat(file.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
@@ -72,7 +73,7 @@ TEST_CASE(
         {"copy", LunUrl(2), file, "--json", "--connections", connections, "--io-size", "1M"}));
     CHECK(summary["connections"].get<int>() == std::atoi(connections));
     CHECK(summary["rtt_ms"].get<double>() >= 40.0);
-    CHECK(SameBytes(file, bed.Var("LUN2_FILE")));
+    CHECK(SameFile(file, bed.Var("LUN2_FILE")));
   }
 }
 
@@ -172,7 +173,7 @@ TEST_CASE("copy: a short blackhole mid-copy is ridden out and the copy is bit-ex
   CHECK(summary["retries"].get<int>() == 0);
   CHECK(summary["reconnects"].get<int>() == 0);
   CHECK(summary["bytes"].get<uint64_t>() == std::filesystem::file_size(bed.Var("LUN1_FILE")));
-  CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
+  CHECK(SameFile(file, bed.Var("LUN1_FILE")));
 }
 
 TEST_CASE(
@@ -195,7 +196,7 @@ TEST_CASE(
   auto summary = Summary(r);
   CHECK(summary["reconnects"].get<int>() >= 1);
   CHECK(summary["retries"].get<int>() >= 1);
-  CHECK(SameBytes(file, bed.Var("LUN1_FILE")));
+  CHECK(SameFile(file, bed.Var("LUN1_FILE")));
 }
 
 TEST_CASE("copy: when the target dies mid-copy it gives up with a clear error and exit 4",

@@ -75,9 +75,7 @@ bool SameFile(const std::string& a, const std::string& b) {
 }
 
 bool SameBytes(const std::string& copy, const std::string& original, uint64_t length) {
-  std::vector<std::string> argv = {"cmp", copy, original};
-  if (length != 0) argv = {"cmp", "-n", std::to_string(length), copy, original};
-  return Run(argv).exit_code == 0;
+  return Run({"cmp", "-s", "-n", std::to_string(length), copy, original}).exit_code == 0;
 }
 
 std::map<std::string, std::string> TreeContents(const std::string& dir) {

@@ -57,9 +57,11 @@ class RepoCli {
 void WriteNoiseImage(const std::string& path, uint64_t seed, size_t chunks);
 // Overwrites `text` at `offset` of the file.
 void Scribble(const std::string& path, uint64_t offset, const std::string& text);
+// True when the two files hold the same bytes.
 bool SameFile(const std::string& a, const std::string& b);
-// True when `copy` equals the first `length` bytes of `original` (all of it when 0).
-bool SameBytes(const std::string& copy, const std::string& original, uint64_t length = 0);
+// True when `copy` equals the first `length` bytes of `original` (a LUN read back against the
+// longer image it came from, or the reverse).
+bool SameBytes(const std::string& copy, const std::string& original, uint64_t length);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.
 std::map<std::string, std::string> TreeContents(const std::string& dir);
 

@@ -55,8 +55,7 @@ TEST_CASE("autotune: 256 KiB READs, together one bandwidth-delay product in flig
   TuningRequest large = Lun(200ms);  // larger READs: fewer of them, the same bytes outstanding
   large.io_size = 512 << 10;
   CHECK(PlanTransfer(large).queue_depth == 3);
-  large.io_size = 512 << 10;  // and the same 1 MiB per connection on a LAN
-  large.rtt = 500us;
+  large.rtt = 500us;  // and the same 1 MiB per connection on a LAN
   CHECK(PlanTransfer(large).queue_depth == 2);
 
   TuningRequest tiny = Lun(500us);  // 1 MiB of 4 KiB READs would be 256: N stays within 64
