@@ -13,11 +13,17 @@ senders = sys.argv[4] if len(sys.argv) > 4 else ""  # TCP settings of site B, if
 SERIES = ["iperf3-8", "iperf3-1", "wanbackup", "prototype", "baseline", "iscsi-perf", "qemu-img"]
 # The middle 80 % of wanbackup's bytes and of iperf3's seconds: what a long transfer runs at.
 STEADY = ["wanbackup-steady", "iperf3-8-steady"]
+# A realistic filesystem image read by `copy` and by `snapshot` right after it (--fs-size); the
+# detail column holds each one's CPU seconds per GiB.
+FS = ["fs-copy", "fs-snapshot"]
 
 rows = list(csv.DictReader(open(raw_path)))
 values = {}
+cpu = {}  # (delay, fs series) -> CPU s/GiB per run
 for r in rows:
     values.setdefault((r["delay_ms"], r["series"]), []).append(float(r["mb_per_s"]))
+    if r["series"] in FS:
+        cpu.setdefault((r["delay_ms"], r["series"]), []).append(float(r["detail"].split()[0]))
 delays = sorted({r["delay_ms"] for r in rows if r["delay_ms"] != "uncapped"}, key=float)
 
 
@@ -47,15 +53,17 @@ def pipelined_model(delay_ms):
 
 with open(os.path.join(out_dir, "paper-experiment.csv"), "w") as f:
     f.write("delay_ms," + ",".join(SERIES) + ",model_paper_128k,model_paper_4m,model_pipelined,"
-            "wanbackup_vs_iperf3_8,wanbackup_vs_baseline,runs," + ",".join(STEADY) + "\n")
+            "wanbackup_vs_iperf3_8,wanbackup_vs_baseline,runs," + ",".join(STEADY) + ","
+            + ",".join(FS) + ",fs_snapshot_vs_copy\n")
     for d in delays:
         m = {s: median(d, s) for s in SERIES}
         dd = float(d)
-        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d,%s\n" % (
+        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d,%s,%s,%.3f\n" % (
             d, ",".join("%.2f" % m[s] for s in SERIES), paper_model(dd, 131072),
             paper_model(dd, 4194304), pipelined_model(dd), m["wanbackup"] / m["iperf3-8"],
             m["wanbackup"] / m["baseline"], len(values.get((d, "wanbackup"), [])),
-            ",".join("%.2f" % median(d, s) for s in STEADY)))
+            ",".join("%.2f" % median(d, s) for s in STEADY),
+            ",".join("%.2f" % median(d, s) for s in FS), median(d, "fs-snapshot") / median(d, "fs-copy")))
 
 with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
     f.write("| one-way delay | iperf3 ×8 | iperf3 ×1 | **wanbackup** | wanbackup / iperf3 ×8 "
@@ -87,6 +95,19 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
                     len(values.get(("uncapped", best), [])), "; the others: " + others if others else "",
                     median("uncapped", "iperf3-8"),
                     100 * median("uncapped", "wanbackup") / median("uncapped", best)))
+    if any((d, "fs-snapshot") in values for d in delays):
+        f.write("\nThe realistic filesystem image (60 % files, `scripts/fs-image`): `copy` to /dev/null, "
+                "then `snapshot` into a fresh repository on local disk, at each delay (medians; CPU "
+                "seconds per GiB of the LUN, user + system of wanbackup):\n\n"
+                "| one-way delay | copy MB/s | snapshot MB/s | snapshot / copy | copy CPU s/GiB "
+                "| snapshot CPU s/GiB |\n|---|---|---|---|---|---|\n")
+        for d in delays:
+            if (d, "fs-snapshot") not in values:
+                continue
+            f.write("| %s ms | %.1f | %.1f | %.0f %% | %.2f | %.2f |\n" % (
+                d, median(d, "fs-copy"), median(d, "fs-snapshot"),
+                100 * median(d, "fs-snapshot") / median(d, "fs-copy"),
+                statistics.median(cpu[(d, "fs-copy")]), statistics.median(cpu[(d, "fs-snapshot")])))
     if senders:
         f.write("\nSenders' TCP (target and iperf3 server; congestion control as chosen with --congestion-control, the rest the host's): %s.\n" % senders)
     def per_run(series, title):
@@ -108,6 +129,7 @@ with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
     # Names relative to the .gp's own directory (gnuplot runs there), so that the committed file
     # does not carry the path of the checkout that produced it.
     data = "paper-experiment.csv"
+    xmax = max([128] + [2 ** math.ceil(math.log2(float(d))) for d in delays if float(d) > 0])
     f.write(f"""set terminal pngcairo size 1100,700 font ",11"
 set output "paper-experiment.png"
 set datafile separator ","
@@ -118,7 +140,7 @@ set xlabel "one-way delay (ms)"
 set ylabel "throughput (MB/s)"
 set title "Sequential iSCSI reads through an emulated {rate} link (medians)"
 set grid
-set xrange [0.5:128]
+set xrange [0.5:{xmax}]
 plot \\
  "{data}" using ($1==0?0.7:$1):2 with linespoints lw 2 title "iperf3, 8 streams", \\
  "{data}" using ($1==0?0.7:$1):3 with linespoints title "iperf3, 1 stream", \\
@@ -127,6 +149,8 @@ plot \\
  "{data}" using ($1==0?0.7:$1):6 with linespoints title "1 x 128 KiB (paper's baseline)", \\
  "{data}" using ($1==0?0.7:$1):7 with linespoints title "iscsi-perf (best)", \\
  "{data}" using ($1==0?0.7:$1):8 with linespoints title "qemu-img convert", \\
+ "{data}" using ($1==0?0.7:$1):17 with linespoints dt 2 lw 2 title "wanbackup copy, fs image", \\
+ "{data}" using ($1==0?0.7:$1):18 with linespoints dt 2 lw 2 title "wanbackup snapshot, fs image", \\
  "{data}" using ($1==0?0.7:$1):9 with lines dt 2 lc rgb "gray40" title "model B/(4d+B/S), B=128 KiB", \\
  "{data}" using ($1==0?0.7:$1):10 with lines dt 3 lc rgb "gray40" title "model B/(4d+B/S), B=4 MiB", \\
  "{data}" using ($1==0?0.7:$1):11 with lines dt 4 lc rgb "black" title "model min(S, C·W/RTT)"
