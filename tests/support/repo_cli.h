@@ -60,7 +60,7 @@ void Scribble(const std::string& path, uint64_t offset, const std::string& text)
 // True when the two files hold the same bytes.
 bool SameFile(const std::string& a, const std::string& b);
 // True when `copy` equals the first `length` bytes of `original` (a LUN read back against the
-// longer image it came from, or the reverse).
+// longer image it came from, or the reverse). `length` > 0: cmp -n 0 compares nothing.
 bool SameBytes(const std::string& copy, const std::string& original, uint64_t length);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.
 std::map<std::string, std::string> TreeContents(const std::string& dir);
