@@ -3,6 +3,7 @@
 wanbackup's CPU per stage. Usage: pipeline_summary.py RAW.csv STAGES.jsonl IMAGE_BYTES OUT.md"""
 import csv
 import json
+import os
 import statistics
 import sys
 
@@ -39,10 +40,29 @@ def added(tool):
 
 
 mb = lambda b: b / 1e6
+
+
+def machine():
+    """The CPU the run had: figures from different hosts compare only with this beside them."""
+    model, flags = "unknown CPU", set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    extras = [name for flag, name in (("sha_ni", "SHA-NI"), ("avx2", "AVX2"), ("avx512f", "AVX-512"))
+              if flag in flags]
+    return f"{os.cpu_count()} cores of {model}" + (f" ({', '.join(extras)})" if extras else "")
+
+
 lines = []
 lines.append(f"Image: {image_bytes / GIB:.2f} GiB ext4 filesystem (real files + free space), read from /dev/shm; "
              f"repositories and restored images on local disk (restic's, borg's and zstd's output "
-             f"fsynced inside the timing, as wanbackup's restore fsyncs), restore-mem to /dev/shm. Medians of {len(runs)} runs, interleaved; 2 cores.\n")
+             f"fsynced inside the timing, as wanbackup's restore fsyncs), restore-mem to /dev/shm. Medians of {len(runs)} runs, interleaved; {machine()}.\n")
 lines.append("| tool | first backup s | MB/s | CPU s | peak RSS MiB | repository MiB | second backup s (1 % changed) | added MiB | restore s | restore MB/s | restore to /dev/shm s | MB/s |")
 lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for t in TOOLS:
