@@ -40,6 +40,7 @@ wb_stop_pid() {
 # The build directory holding wanbackup and wanem: $WANBACKUP_BUILD_DIR, else build/release.
 wb_build_dir() { echo "${WANBACKUP_BUILD_DIR:-$(wb_root)/build/release}"; }
 
-# wb_new_passphrase FILE: a random passphrase (24 bytes, base64) in a new FILE of mode 0600, for
-# a throwaway repository (demo, benchmarks); created under umask 077, so never readable by others.
-wb_new_passphrase() { (umask 077 && head -c 24 /dev/urandom | base64 >"$1"); }
+# wb_new_passphrase FILE: a random passphrase (24 bytes, base64) in FILE, created anew (an old
+# one is removed first, whatever its mode) under umask 077: mode 0600, never readable by others.
+# For throwaway repositories (demo, benchmarks).
+wb_new_passphrase() { rm -f "$1" && (umask 077 && head -c 24 /dev/urandom | base64 >"$1"); }
