@@ -1,0 +1,46 @@
+# shellcheck shell=bash
+# Helpers the benchmarks share. Source it after scripts/lib/common.sh; it defines functions only.
+# The lab ones expect wanlab.env's NETNS_A, NETNS_B and ADDR_B (scripts/wanlab up writes it).
+
+# bench_median: the median of the numbers on stdin, one per line (with an even count, the mean
+# of the two in the middle).
+bench_median() {
+  sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+# bench_json EXPR: prints the Python expression EXPR, evaluated with d = the JSON document on
+# stdin. Example: wanbackup copy ... --json | bench_json 'd["bytes_per_second"] / 1e6'
+bench_json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# bench_lab_down STATE: stops the reference target of STATE/target and takes down the emulated
+# link of STATE (as brought up by `scripts/wanlab up --dir STATE`), whichever of them runs.
+bench_lab_down() {
+  "$(wb_root)/scripts/reftarget" stop --dir "$1/target" >/dev/null 2>&1 || true
+  "$(wb_root)/scripts/wanlab" down --dir "$1" >/dev/null 2>&1 || true
+}
+
+# bench_iperf3 PORT ARGS...: one iperf3 run from a client in site A to a one-off server at
+# $ADDR_B:PORT in site B; ARGS go to the client (-t SECONDS, -P STREAMS, -R for data from B to
+# A, as READ data flows). Prints the client's JSON report. The client is tried again for up to
+# 5 s while the server starts. Returns 1 when no run completed; the server is stopped then.
+# (iperf3 3.12 exits 0 after "unable to connect" with --json: the report's "error" tells.)
+bench_iperf3() {
+  local port=$1 server out="" deadline=$((SECONDS + 5)) i
+  shift
+  ip netns exec "$NETNS_B" iperf3 --server --one-off --bind "$ADDR_B" --port "$port" >/dev/null 2>&1 &
+  server=$!
+  while ((SECONDS <= deadline)); do
+    out=$(ip netns exec "$NETNS_A" iperf3 --client "$ADDR_B" --port "$port" --json "$@" 2>/dev/null) || true
+    python3 -c 'import json,sys; sys.exit("error" in json.loads(sys.argv[1]))' "$out" 2>/dev/null && break
+    out=""
+    kill -0 "$server" 2>/dev/null || break  # the one-off server is gone: a run began and failed
+    sleep 0.1
+  done
+  if [[ -n "$out" ]]; then  # a one-off server ends after its run: give it 5 s to write its report
+    for ((i = 0; i < 50; i++)); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+  fi
+  wb_stop_pid "$server" iperf3
+  wait "$server" 2>/dev/null || true
+  [[ -n "$out" ]] || return 1
+  printf '%s\n' "$out"
+}
