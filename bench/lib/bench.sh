@@ -31,12 +31,13 @@ bench_iperf3() {
   server=$!
   while ((SECONDS <= deadline)); do
     out=$(ip netns exec "$NETNS_A" iperf3 --client "$ADDR_B" --port "$port" --json "$@" 2>/dev/null) || true
-    python3 -c 'import json,sys; sys.exit("error" in json.loads(sys.argv[1]))' "$out" 2>/dev/null && break
+    # On stdin: a long run's report is larger than one argument may be (128 KiB).
+    python3 -c 'import json,sys; sys.exit("error" in json.load(sys.stdin))' <<<"$out" 2>/dev/null && break
     out=""
     kill -0 "$server" 2>/dev/null || break  # the one-off server is gone: a run began and failed
     sleep 0.1
   done
-  if [[ -n "$out" ]]; then  # a one-off server ends after its run: give it 5 s to write its report
+  if [[ -n "$out" ]]; then  # a one-off server ends after its run: give it 5 s to finish
     for ((i = 0; i < 50; i++)); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
   fi
   wb_stop_pid "$server" iperf3
