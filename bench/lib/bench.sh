@@ -12,6 +12,23 @@ bench_median() {
 # stdin. Example: wanbackup copy ... --json | bench_json 'd["bytes_per_second"] / 1e6'
 bench_json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
+# bench_out NAME OUT CUSTOM: the directory a bench writes its results to. OUT (its --out) when
+# given; else docs/performance for the documented run (CUSTOM=0: none of the options that change
+# what is measured was given), and for any other run $(wb_build_dir)/bench-results/NAME, said on
+# stderr, so that a short check run never replaces the figures docs/performance.md quotes.
+bench_out() {
+  if [[ -n "$2" ]]; then
+    echo "$2"
+  elif [[ "$3" == 0 ]]; then
+    echo "$(wb_root)/docs/performance"
+  else
+    local d
+    d="$(wb_build_dir)/bench-results/$1"
+    wb_note "not the documented run: results go to $d (--out docs/performance to replace the docs' figures)"
+    echo "$d"
+  fi
+}
+
 # bench_lab_down STATE: stops the reference target of STATE/target and takes down the emulated
 # link of STATE (as brought up by `scripts/wanlab up --dir STATE`), whichever of them runs.
 bench_lab_down() {
