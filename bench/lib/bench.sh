@@ -13,8 +13,8 @@ bench_median() {
 bench_json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # bench_out NAME OUT CUSTOM: the directory a bench writes its results to. OUT (its --out) when
-# given; else docs/performance for the documented run (CUSTOM=0: none of the options that change
-# what is measured was given), and for any other run $(wb_build_dir)/bench-results/NAME, said on
+# given; else docs/performance for the documented run (CUSTOM=0: every option that changes what
+# is measured at its default), and for any other run $(wb_build_dir)/bench-results/NAME, said on
 # stderr, so that a short check run never replaces the figures docs/performance.md quotes.
 bench_out() {
   if [[ -n "$2" ]]; then
