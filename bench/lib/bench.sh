@@ -12,14 +12,15 @@ bench_median() {
 # stdin. Example: wanbackup copy ... --json | bench_json 'd["bytes_per_second"] / 1e6'
 bench_json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-# bench_out NAME OUT CUSTOM: the directory a bench writes its results to. OUT (its --out) when
-# given; else docs/performance for the documented run (CUSTOM=0: every option that changes what
-# is measured at its default), and for any other run $(wb_build_dir)/bench-results/NAME, said on
-# stderr, so that a short check run never replaces the figures docs/performance.md quotes.
+# bench_out NAME OUT DEFAULTS CURRENT: the directory a bench writes its results to. OUT (its
+# --out) when given; else docs/performance for the documented run (CURRENT, the options that
+# change what is measured as one string, equals DEFAULTS, the same string before the arguments
+# were read), and for any other run $(wb_build_dir)/bench-results/NAME, said on stderr, so that a
+# short check run never replaces the figures docs/performance.md quotes.
 bench_out() {
   if [[ -n "$2" ]]; then
     echo "$2"
-  elif [[ "$3" == 0 ]]; then
+  elif [[ "$3" == "$4" ]]; then
     echo "$(wb_root)/docs/performance"
   else
     local d
