@@ -10,6 +10,7 @@
 #include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
 #include "common/units.h"
+#include "initiator/autotune.h"
 #include "initiator/probe.h"
 
 namespace wanbackup::cli {
@@ -88,6 +89,37 @@ nlohmann::json LunJson(const initiator::LunInfo& lun) {
   return j;
 }
 
+// How WRITEs go under what was negotiated: the size autotune would send (PlanWrite) and the round
+// trips each costs (autotune.h).
+struct WriteShape {
+  uint64_t bytes = 0;
+  uint64_t unsolicited_bytes = 0;
+  int round_trips = 0;
+};
+
+WriteShape WritesUnder(const initiator::NegotiatedParams& n, std::chrono::nanoseconds rtt) {
+  initiator::TuningRequest request;
+  request.rtt = rtt;
+  WriteShape shape;
+  shape.bytes = initiator::PlanWrite(request, n).io_size;
+  shape.unsolicited_bytes = initiator::UnsolicitedWriteBytes(n);
+  shape.round_trips = initiator::WriteRoundTrips(shape.bytes, n);
+  return shape;
+}
+
+// "WRITEs of 264 KiB take 2 round trips each (...)", and when more than one, what the target
+// could allow to make it one (docs/operations.md, "Writing to a LUN across a WAN").
+std::string WritesText(const WriteShape& w, const initiator::NegotiatedParams& n) {
+  std::string text = "WRITEs of " + FormatBytes(w.bytes) + " take " +
+                     std::to_string(w.round_trips) + " round trip" +
+                     (w.round_trips == 1 ? "" : "s") + " each (" +
+                     FormatBytes(w.unsolicited_bytes) + " unsolicited";
+  if (w.round_trips == 1) return text + ")";
+  return text + ", then R2T bursts of " + FormatBytes(n.max_burst_length) +
+         "); a target allowing InitialR2T=No and FirstBurstLength=262144 takes them in 1 "
+         "(docs/operations.md, \"Writing to a LUN across a WAN\")";
+}
+
 nlohmann::json NegotiatedJson(const initiator::NegotiatedParams& n) {
   return {{"max_burst_length", n.max_burst_length},
           {"first_burst_length", n.first_burst_length},
@@ -125,6 +157,10 @@ void PrintJson(const initiator::ProbeReport& report) {
                            {"recommended_flags", RecommendedFlags(r)}};
       }
       jt["negotiated"] = NegotiatedJson(t.negotiated);
+      const WriteShape w = WritesUnder(t.negotiated, t.rtt);
+      jt["writes"] = {{"bytes", w.bytes},
+                      {"unsolicited_bytes", w.unsolicited_bytes},
+                      {"round_trips", w.round_trips}};
       nlohmann::json luns = nlohmann::json::array();
       for (const auto& lun : t.luns)
         luns.push_back(LunJson(lun));
@@ -154,6 +190,7 @@ void PrintHuman(const initiator::ProbeReport& report) {
         n.max_burst_length, n.first_burst_length, n.initiator_max_recv_data_segment_length,
         n.target_max_recv_data_segment_length, n.immediate_data ? "Yes" : "No",
         n.initial_r2t ? "Yes" : "No", n.header_digest_crc32c ? "CRC32C" : "None");
+    std::printf("  writes      %s\n", WritesText(WritesUnder(n, t.rtt), n).c_str());
     std::printf("  %-4s %-11s %-30s %-9s %-9s %-24s %s\n", "LUN", "TYPE", "SIZE", "BLOCK",
                 "MAX XFER", "VENDOR/PRODUCT", "SERIAL");
     for (const auto& lun : t.luns) {
@@ -242,9 +279,10 @@ void RegisterProbe(CLI::App& app, Runner* runner) {
   AddTargetFlags(cmd, &opts->target);
   cmd->footer(
       "\nDescribes the target: LUNs, size, block size, block limits and the negotiated iSCSI\n"
-      "parameters, the round trip, and (with a LUN in the URL) a short rate test with the\n"
-      "settings autotune reached. A URL without a target discovers the portal's targets and\n"
-      "probes each. Nothing is written to the target.\n"
+      "parameters, the round trip, what a WRITE costs under those parameters (round trips;\n"
+      "restore and replicate to a LUN send them), and (with a LUN in the URL) a short rate\n"
+      "test with the settings autotune reached. A URL without a target discovers the\n"
+      "portal's targets and probes each. Nothing is written to the target.\n"
       "\nEXAMPLES:\n"
       "  wanbackup probe iscsi://san.example.net\n"
       "  wanbackup probe iscsi://san.example.net/iqn.2001-05.com.example:lun-db/1 --json\n"
