@@ -108,7 +108,9 @@ std::string WriteTuneHelp() {
          "  2 x 125 MB/s x (round trips x RTT + 0.2 s) of them in flight: the 0.2 s covers a\n"
          "  WRITE whose last segment was lost on a full link and waits for TCP's retransmission\n"
          "  timeout. At 32 ms RTT that is 9 x 28 WRITEs of 264 KiB (64 MiB), at 128 ms 16 x 27\n"
-         "  (111 MiB); within --max-memory. --queue-depth and --io-size then count WRITEs.\n";
+         "  (111 MiB); within --max-memory. --queue-depth and --io-size then count WRITEs.\n"
+         "  `wanbackup probe URL` shows what a WRITE costs on that target (docs/operations.md,\n"
+         "  \"Writing to a LUN across a WAN\", has the target's side).\n";
 }
 
 Status ApplyTuningFlags(const TuningFlags& flags, initiator::IscsiSourceOptions* options) {
