@@ -1,4 +1,5 @@
 // wanbackup probe URL: log in to a target and describe it.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -89,35 +90,39 @@ nlohmann::json LunJson(const initiator::LunInfo& lun) {
   return j;
 }
 
-// How WRITEs go under what was negotiated: the size autotune would send (PlanWrite) and the round
-// trips each costs (autotune.h).
-struct WriteShape {
-  uint64_t bytes = 0;
-  uint64_t unsolicited_bytes = 0;
-  int round_trips = 0;
-};
-
-WriteShape WritesUnder(const initiator::NegotiatedParams& n, std::chrono::nanoseconds rtt) {
-  initiator::TuningRequest request;
-  request.rtt = rtt;
-  WriteShape shape;
-  shape.bytes = initiator::PlanWrite(request, n).io_size;
-  shape.unsolicited_bytes = initiator::UnsolicitedWriteBytes(n);
-  shape.round_trips = initiator::WriteRoundTrips(shape.bytes, n);
-  return shape;
+// The size of the WRITEs restore, replicate and copy would send to this target under
+// `negotiated`: autotune's (PlanWrite), with the probe's tuning flags and the first disk LUN's
+// limits.
+uint64_t WriteBytes(const initiator::ProbedTarget& t, initiator::TuningRequest request,
+                    const initiator::NegotiatedParams& negotiated) {
+  request.rtt = t.rtt;
+  for (const auto& lun : t.luns) {
+    if (!lun.is_disk()) continue;
+    request.block_size = lun.block_size;
+    request.lun_size = lun.size_bytes();
+    request.max_transfer_bytes = uint64_t{lun.max_transfer_blocks} * lun.block_size;
+    break;
+  }
+  return initiator::PlanWrite(request, negotiated).io_size;
 }
 
-// "WRITEs of 264 KiB take 2 round trips each (...)", and when more than one, what the target
-// could allow to make it one (docs/operations.md, "Writing to a LUN across a WAN").
-std::string WritesText(const WriteShape& w, const initiator::NegotiatedParams& n) {
-  std::string text = "WRITEs of " + FormatBytes(w.bytes) + " take " +
-                     std::to_string(w.round_trips) + " round trip" +
-                     (w.round_trips == 1 ? "" : "s") + " each (" +
-                     FormatBytes(w.unsolicited_bytes) + " unsolicited";
-  if (w.round_trips == 1) return text + ")";
-  return text + ", then R2T bursts of " + FormatBytes(n.max_burst_length) +
-         "); a target allowing InitialR2T=No and FirstBurstLength=262144 takes them in 1 "
-         "(docs/operations.md, \"Writing to a LUN across a WAN\")";
+// "WRITEs of 264.00 KiB: 2 round trips per WRITE (...)", and when the target could allow keys
+// that would make it one, those (docs/operations.md, "Writing to a LUN across a WAN").
+std::string WritesText(const initiator::ProbedTarget& t, const initiator::TuningRequest& tuning) {
+  const initiator::NegotiatedParams& n = t.negotiated;
+  const uint64_t bytes = WriteBytes(t, tuning, n);
+  std::string text =
+      "WRITEs of " + FormatBytes(bytes) + ": " + initiator::DescribeWriteCost(bytes, n);
+  if (initiator::WriteRoundTrips(bytes, n) == 1) return text;
+  initiator::NegotiatedParams open = n;  // with the keys the hint would name
+  open.initial_r2t = false;
+  open.first_burst_length = std::max(n.first_burst_length, initiator::kInitiatorBurstLength);
+  const std::string keys = initiator::KeysForOneRoundTripWrites(n);
+  if (keys.empty() || initiator::WriteRoundTrips(WriteBytes(t, tuning, open), open) != 1) {
+    return text;  // e.g. --io-size larger than any first burst
+  }
+  return text + "; a target allowing " + keys +
+         " takes them in 1 (docs/operations.md, \"Writing to a LUN across a WAN\")";
 }
 
 nlohmann::json NegotiatedJson(const initiator::NegotiatedParams& n) {
@@ -134,7 +139,7 @@ nlohmann::json NegotiatedJson(const initiator::NegotiatedParams& n) {
           {"target_keys", n.target_keys}};
 }
 
-void PrintJson(const initiator::ProbeReport& report) {
+void PrintJson(const initiator::ProbeReport& report, const initiator::TuningRequest& tuning) {
   nlohmann::json targets = nlohmann::json::array();
   for (const auto& t : report.targets) {
     nlohmann::json jt = {{"name", t.name}};
@@ -157,10 +162,10 @@ void PrintJson(const initiator::ProbeReport& report) {
                            {"recommended_flags", RecommendedFlags(r)}};
       }
       jt["negotiated"] = NegotiatedJson(t.negotiated);
-      const WriteShape w = WritesUnder(t.negotiated, t.rtt);
-      jt["writes"] = {{"bytes", w.bytes},
-                      {"unsolicited_bytes", w.unsolicited_bytes},
-                      {"round_trips", w.round_trips}};
+      const uint64_t write_bytes = WriteBytes(t, tuning, t.negotiated);
+      jt["writes"] = {{"bytes", write_bytes},
+                      {"unsolicited_bytes", initiator::UnsolicitedWriteBytes(t.negotiated)},
+                      {"round_trips", initiator::WriteRoundTrips(write_bytes, t.negotiated)}};
       nlohmann::json luns = nlohmann::json::array();
       for (const auto& lun : t.luns)
         luns.push_back(LunJson(lun));
@@ -173,7 +178,7 @@ void PrintJson(const initiator::ProbeReport& report) {
   std::printf("%s\n", out.dump(2).c_str());
 }
 
-void PrintHuman(const initiator::ProbeReport& report) {
+void PrintHuman(const initiator::ProbeReport& report, const initiator::TuningRequest& tuning) {
   std::printf("Portal %s\n", report.portal.c_str());
   for (const auto& t : report.targets) {
     std::printf("\nTarget %s\n", t.name.c_str());
@@ -190,7 +195,7 @@ void PrintHuman(const initiator::ProbeReport& report) {
         n.max_burst_length, n.first_burst_length, n.initiator_max_recv_data_segment_length,
         n.target_max_recv_data_segment_length, n.immediate_data ? "Yes" : "No",
         n.initial_r2t ? "Yes" : "No", n.header_digest_crc32c ? "CRC32C" : "None");
-    std::printf("  writes      %s\n", WritesText(WritesUnder(n, t.rtt), n).c_str());
+    std::printf("  writes      %s\n", WritesText(t, tuning).c_str());
     std::printf("  %-4s %-11s %-30s %-9s %-9s %-24s %s\n", "LUN", "TYPE", "SIZE", "BLOCK",
                 "MAX XFER", "VENDOR/PRODUCT", "SERIAL");
     for (const auto& lun : t.luns) {
@@ -239,9 +244,9 @@ Status RunProbe(const ProbeCommandOptions& opts) {
   probe.connection.congestion_control = tuned.connection.congestion_control;
   WB_ASSIGN_OR_RETURN(initiator::ProbeReport report, initiator::Probe(probe));
   if (opts.json) {
-    PrintJson(report);
+    PrintJson(report, probe.tuning);
   } else {
-    PrintHuman(report);
+    PrintHuman(report, probe.tuning);
   }
   std::fflush(stdout);
   size_t failed = 0;

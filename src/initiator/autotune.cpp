@@ -11,6 +11,11 @@ uint64_t RoundDown(uint64_t value, uint64_t multiple) {
   return value / multiple * multiple;
 }
 
+// MaxBurstLength as negotiated, or kAssumedMaxBurst when the login did not say.
+uint64_t BurstBytes(const NegotiatedParams& negotiated) {
+  return negotiated.max_burst_length != 0 ? negotiated.max_burst_length : kAssumedMaxBurst;
+}
+
 // PlanTransfer's steps, in order. Each takes the request and what the steps before chose.
 
 // C: as given, else 1 on a LAN and enough for the assumed link's bandwidth-delay product.
@@ -86,10 +91,9 @@ uint64_t ChooseWriteSize(const TuningRequest& r, const NegotiatedParams& negotia
                          std::string* notes) {
   if (r.io_size != 0) return ChooseIoSize(r, block, notes);
   const uint64_t unsolicited = UnsolicitedWriteBytes(negotiated);
-  const uint64_t burst =
-      negotiated.max_burst_length != 0 ? negotiated.max_burst_length : kAssumedMaxBurst;
   TuningRequest sized = r;
-  sized.io_size = unsolicited >= kMinUnsolicitedWrite ? unsolicited : unsolicited + burst;
+  sized.io_size =
+      unsolicited >= kMinUnsolicitedWrite ? unsolicited : unsolicited + BurstBytes(negotiated);
   return ChooseIoSize(sized, block, notes);
 }
 
@@ -117,10 +121,26 @@ uint64_t UnsolicitedWriteBytes(const NegotiatedParams& n) {
 
 int WriteRoundTrips(uint64_t write_bytes, const NegotiatedParams& negotiated) {
   const uint64_t unsolicited = UnsolicitedWriteBytes(negotiated);
-  const uint64_t burst =
-      negotiated.max_burst_length != 0 ? negotiated.max_burst_length : kAssumedMaxBurst;
+  const uint64_t burst = BurstBytes(negotiated);
   const uint64_t solicited = write_bytes > unsolicited ? write_bytes - unsolicited : 0;
   return static_cast<int>(1 + (solicited + burst - 1) / burst);
+}
+
+std::string DescribeWriteCost(uint64_t write_bytes, const NegotiatedParams& negotiated) {
+  const int trips = WriteRoundTrips(write_bytes, negotiated);
+  return std::to_string(trips) + (trips == 1 ? " round trip" : " round trips") + " per WRITE (" +
+         std::to_string(UnsolicitedWriteBytes(negotiated) >> 10) + " KiB unsolicited, bursts of " +
+         std::to_string(BurstBytes(negotiated) >> 10) + " KiB)";
+}
+
+std::string KeysForOneRoundTripWrites(const NegotiatedParams& negotiated) {
+  std::string keys;
+  if (negotiated.initial_r2t) keys = "InitialR2T=No";
+  if (negotiated.first_burst_length < kInitiatorBurstLength) {
+    keys += (keys.empty() ? "" : " and ") + std::string("FirstBurstLength=") +
+            std::to_string(kInitiatorBurstLength);
+  }
+  return keys;
 }
 
 TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated) {
@@ -141,10 +161,7 @@ TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated)
   FitMemory(r, block, cap, &c, &n, &b, &notes);
   TuningPlan plan;
   FillPlan(r, cap, c, n, b, &plan);
-  notes += " " + std::to_string(WriteRoundTrips(b, negotiated)) + " round trips per WRITE (" +
-           std::to_string(UnsolicitedWriteBytes(negotiated) >> 10) +
-           " KiB unsolicited, bursts of " + std::to_string(negotiated.max_burst_length >> 10) +
-           " KiB);";
+  notes += " " + DescribeWriteCost(b, negotiated) + ";";
   plan.explanation = Explain(plan, rtt_s, notes, "WRITEs");
   return plan;
 }

@@ -60,6 +60,11 @@ void ApplyUrl(IscsiUrl& url, ConnectionOptions* options);
 // "iqn.2026-11.org.wanbackup:<hostname>".
 std::string DefaultInitiatorName();
 
+// What libiscsi 1.19 offers for MaxBurstLength, FirstBurstLength and its own
+// MaxRecvDataSegmentLength, and cannot be told otherwise (lib/init.c, lib/login.c): the most any
+// login negotiates.
+inline constexpr uint32_t kInitiatorBurstLength = 262144;
+
 // The operational parameters in force after login (RFC 7143 §13). Lengths in bytes.
 struct NegotiatedParams {
   uint32_t max_burst_length = 0;    // largest solicited data sequence (Data-In per READ burst)

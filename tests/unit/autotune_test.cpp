@@ -276,6 +276,42 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
   CHECK(PlanWrite(Lun(32ms), none).io_size == 256u << 10);
 }
 
+TEST_CASE("autotune: what a WRITE costs, and the target keys that would make it one round trip",
+          "[autotune][write]") {
+  using wanbackup::initiator::DescribeWriteCost;
+  using wanbackup::initiator::KeysForOneRoundTripWrites;
+  using wanbackup::initiator::NegotiatedParams;
+  NegotiatedParams tgt;  // tgt's defaults, as above
+  tgt.initial_r2t = true;
+  tgt.immediate_data = true;
+  tgt.first_burst_length = 64 << 10;
+  tgt.max_burst_length = 256 << 10;
+  tgt.target_max_recv_data_segment_length = 8 << 10;
+  CHECK(DescribeWriteCost(264 << 10, tgt) ==
+        "2 round trips per WRITE (8 KiB unsolicited, bursts of 256 KiB)");
+  CHECK(KeysForOneRoundTripWrites(tgt) == "InitialR2T=No and FirstBurstLength=262144");
+
+  // Only the keys still missing are named.
+  NegotiatedParams no_r2t = tgt;
+  no_r2t.initial_r2t = false;
+  no_r2t.first_burst_length = 8 << 10;
+  CHECK(KeysForOneRoundTripWrites(no_r2t) == "FirstBurstLength=262144");
+  NegotiatedParams big_burst = tgt;
+  big_burst.first_burst_length = 256 << 10;
+  CHECK(KeysForOneRoundTripWrites(big_burst) == "InitialR2T=No");
+  NegotiatedParams open = big_burst;
+  open.initial_r2t = false;
+  CHECK(KeysForOneRoundTripWrites(open).empty());
+  CHECK(DescribeWriteCost(256 << 10, open) ==
+        "1 round trip per WRITE (256 KiB unsolicited, bursts of 256 KiB)");
+
+  // A login that did not say MaxBurstLength: counted and described with the assumed burst.
+  NegotiatedParams unknown = tgt;
+  unknown.max_burst_length = 0;
+  CHECK(DescribeWriteCost(264 << 10, unknown) ==
+        "2 round trips per WRITE (8 KiB unsolicited, bursts of 256 KiB)");
+}
+
 TEST_CASE("pacing READs: on a WAN with more than one READ, never on a LAN nor for WRITEs",
           "[autotune]") {
   CHECK(PlanTransfer(Lun(32ms)).pace_reads);

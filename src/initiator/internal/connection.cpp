@@ -57,15 +57,13 @@ bool KeyYes(const std::map<std::string, std::string>& keys, const char* key, boo
   return it->second == "Yes";
 }
 
-// What libiscsi 1.19 offers and cannot be told otherwise (lib/init.c, lib/login.c).
-constexpr uint32_t kOfferedBurst = 262144;
-
 NegotiatedParams ComputeNegotiated(std::map<std::string, std::string> keys) {
   NegotiatedParams n;
-  n.max_burst_length = std::min(kOfferedBurst, KeyNumber(keys, "MaxBurstLength", kOfferedBurst));
+  n.max_burst_length =
+      std::min(kInitiatorBurstLength, KeyNumber(keys, "MaxBurstLength", kInitiatorBurstLength));
   n.first_burst_length =
-      std::min(kOfferedBurst, KeyNumber(keys, "FirstBurstLength", kOfferedBurst));
-  n.initiator_max_recv_data_segment_length = kOfferedBurst;
+      std::min(kInitiatorBurstLength, KeyNumber(keys, "FirstBurstLength", kInitiatorBurstLength));
+  n.initiator_max_recv_data_segment_length = kInitiatorBurstLength;
   n.target_max_recv_data_segment_length = KeyNumber(keys, "MaxRecvDataSegmentLength", 8192);
   n.immediate_data = KeyYes(keys, "ImmediateData", true);
   n.initial_r2t = KeyYes(keys, "InitialR2T", false);
