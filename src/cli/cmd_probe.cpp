@@ -114,9 +114,7 @@ std::string WritesText(const initiator::ProbedTarget& t, const initiator::Tuning
   std::string text =
       "WRITEs of " + FormatBytes(bytes) + ": " + initiator::DescribeWriteCost(bytes, n);
   if (initiator::WriteRoundTrips(bytes, n) == 1) return text;
-  initiator::NegotiatedParams open = n;  // with the keys the hint would name
-  open.initial_r2t = false;
-  open.first_burst_length = std::max(n.first_burst_length, initiator::kInitiatorBurstLength);
+  const initiator::NegotiatedParams open = initiator::WithOneRoundTripKeys(n);
   const std::string keys = initiator::KeysForOneRoundTripWrites(n);
   if (keys.empty() || initiator::WriteRoundTrips(WriteBytes(t, tuning, open), open) != 1) {
     return text;  // e.g. --io-size larger than any first burst

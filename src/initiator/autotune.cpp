@@ -133,12 +133,20 @@ std::string DescribeWriteCost(uint64_t write_bytes, const NegotiatedParams& nego
          std::to_string(BurstBytes(negotiated) >> 10) + " KiB)";
 }
 
+NegotiatedParams WithOneRoundTripKeys(const NegotiatedParams& negotiated) {
+  NegotiatedParams open = negotiated;
+  open.initial_r2t = false;
+  open.first_burst_length = std::max(negotiated.first_burst_length, kInitiatorBurstLength);
+  return open;
+}
+
 std::string KeysForOneRoundTripWrites(const NegotiatedParams& negotiated) {
+  const NegotiatedParams open = WithOneRoundTripKeys(negotiated);
   std::string keys;
-  if (negotiated.initial_r2t) keys = "InitialR2T=No";
-  if (negotiated.first_burst_length < kInitiatorBurstLength) {
+  if (open.initial_r2t != negotiated.initial_r2t) keys = "InitialR2T=No";
+  if (open.first_burst_length != negotiated.first_burst_length) {
     keys += (keys.empty() ? "" : " and ") + std::string("FirstBurstLength=") +
-            std::to_string(kInitiatorBurstLength);
+            std::to_string(open.first_burst_length);
   }
   return keys;
 }

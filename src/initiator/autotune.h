@@ -127,8 +127,11 @@ uint64_t UnsolicitedWriteBytes(const NegotiatedParams& negotiated);
 int WriteRoundTrips(uint64_t write_bytes, const NegotiatedParams& negotiated);
 // "2 round trips per WRITE (8 KiB unsolicited, bursts of 256 KiB)" for WRITEs of `write_bytes`.
 std::string DescribeWriteCost(uint64_t write_bytes, const NegotiatedParams& negotiated);
-// The target keys that would let WRITEs go in one round trip, as "InitialR2T=No and
-// FirstBurstLength=262144" (only those not already so); empty when nothing would help.
+// The login as it would be with the keys that let WRITEs go in one round trip: InitialR2T=No
+// and FirstBurstLength at least the initiator's burst (kInitiatorBurstLength).
+NegotiatedParams WithOneRoundTripKeys(const NegotiatedParams& negotiated);
+// Those keys, as "InitialR2T=No and FirstBurstLength=262144" (only those not already so);
+// empty when nothing would change.
 std::string KeysForOneRoundTripWrites(const NegotiatedParams& negotiated);
 // Like PlanTransfer, for WRITEs under `negotiated` (user values still win).
 TuningPlan PlanWrite(const TuningRequest& request, const NegotiatedParams& negotiated);

@@ -302,6 +302,12 @@ TEST_CASE("autotune: what a WRITE costs, and the target keys that would make it 
   NegotiatedParams open = big_burst;
   open.initial_r2t = false;
   CHECK(KeysForOneRoundTripWrites(open).empty());
+  // What the hint names is what WithOneRoundTripKeys changes, and that makes one round trip.
+  const NegotiatedParams tuned = wanbackup::initiator::WithOneRoundTripKeys(tgt);
+  CHECK_FALSE(tuned.initial_r2t);
+  CHECK(tuned.first_burst_length == 256u << 10);
+  CHECK(wanbackup::initiator::WriteRoundTrips(256 << 10, tuned) == 1);
+  CHECK(KeysForOneRoundTripWrites(tuned).empty());
   CHECK(DescribeWriteCost(256 << 10, open) ==
         "1 round trip per WRITE (256 KiB unsolicited, bursts of 256 KiB)");
 
