@@ -13,6 +13,7 @@
 #include "cli/exit_codes.h"
 #include "common/cancel.h"
 #include "common/version.h"
+#include "pipeline/primitives.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -44,8 +45,13 @@ void InstallSignalHandlers() {
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes an EPIPE error we report
 }
 
+// The version, then which library computes the per-chunk crypto (pipeline/primitives.h).
 std::string VersionText() {
-  return std::string("wanbackup ") + kVersion + " (" + kGitCommit + ")";
+  namespace primitives = pipeline::primitives;
+  const std::string sodium = primitives::Describe(primitives::Implementation::kLibsodium);
+  return std::string("wanbackup ") + kVersion + " (" + kGitCommit + ")\nkeyed BLAKE2b and " +
+         "XChaCha20-Poly1305: " + primitives::Describe(primitives::Active()) +
+         "; keys and passphrases: " + sodium;
 }
 
 // "probe" when the failed parse had reached a subcommand, for the hint.

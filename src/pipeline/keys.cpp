@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "common/units.h"
+#include "pipeline/primitives.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -106,7 +107,7 @@ Status CheckKdfRaise(const KdfParams& current, const KdfParams& next) {
 
 Status InitCrypto() {
   if (sodium_init() < 0) return Status::Internal("libsodium failed to initialize");
-  return Status::Ok();
+  return primitives::CheckImplementationChoice();
 }
 
 KeySet::KeySet(const SecureKey& master) : encrypted_(true) {
@@ -144,14 +145,14 @@ KeySet KeySet::Unencrypted(const std::string& repository_id) {
 
 Digest KeySet::ConfigMac(const std::string& text) const {
   Digest d;
-  crypto_generichash(d.data(), d.size(), reinterpret_cast<const unsigned char*>(text.data()),
-                     text.size(), keys_->config.data(), SecureKey::size());
+  primitives::KeyedDigest(keys_->config.data(), reinterpret_cast<const uint8_t*>(text.data()),
+                          text.size(), d.data());
   return d;
 }
 
 Digest KeySet::DigestOf(const uint8_t* data, size_t size) const {
   Digest d;
-  crypto_generichash(d.data(), d.size(), data, size, keys_->digest.data(), SecureKey::size());
+  primitives::KeyedDigest(keys_->digest.data(), data, size, d.data());
   return d;
 }
 

@@ -6,14 +6,15 @@
 #include <zstd.h>
 
 #include "pipeline/internal/bytes.h"
+#include "pipeline/primitives.h"
 
 namespace wanbackup::pipeline {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'W', 'B', 'R', 'C'};
 constexpr uint8_t kVersion = 1;
-constexpr size_t kNonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
-constexpr size_t kTag = crypto_aead_xchacha20poly1305_ietf_ABYTES;
+constexpr size_t kNonce = primitives::kNonceSize;
+constexpr size_t kTag = primitives::kTagSize;
 
 using internal::GetU32;
 using internal::PutU32;
@@ -135,9 +136,7 @@ void RecordCodec::Seal(const uint8_t* payload, size_t payload_size, uint8_t flag
   uint8_t ad[38];
   const size_t ad_size = AssociatedData(digest, raw_size, h.flags, kind, ad);
   randombytes_buf(p, kNonce);
-  unsigned long long clen = 0;
-  crypto_aead_xchacha20poly1305_ietf_encrypt(p + kNonce, &clen, payload, payload_size, ad, ad_size,
-                                             nullptr, p, keys_.data_key().data());
+  primitives::Seal(keys_.data_key().data(), p, ad, ad_size, payload, payload_size, p + kNonce);
 }
 
 Digest RecordCodec::SealWhole(const uint8_t* data, size_t size, RecordKind kind,
@@ -161,10 +160,8 @@ Status RecordCodec::Open(const RecordHeader& h, const uint8_t* payload, uint8_t*
     if (scratch_.size() < plain_size) scratch_.resize(plain_size);
     uint8_t ad[38];
     const size_t ad_size = AssociatedData(h.digest, h.raw_size, h.flags, h.kind, ad);
-    unsigned long long mlen = 0;
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt(
-            scratch_.data(), &mlen, nullptr, payload + kNonce, h.stored_size - kNonce, ad, ad_size,
-            payload, keys_.data_key().data()) != 0) {
+    if (!primitives::Open(keys_.data_key().data(), payload, ad, ad_size, payload + kNonce,
+                          h.stored_size - kNonce, scratch_.data())) {
       return Status::Corruption("authentication failed (the record was altered or damaged)");
     }
     plain = scratch_.data();

@@ -37,6 +37,9 @@ TEST_CASE("cli: --version names the program and its version", "[cli]") {
   RunResult r = Wanbackup({"--version"});
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("wanbackup 0.", 0) == 0);
+  // ...and which library does the per-chunk crypto: OpenSSL on Debian 12 unless told otherwise.
+  CHECK(r.out.find("\nkeyed BLAKE2b and XChaCha20-Poly1305: OpenSSL 3.") != std::string::npos);
+  CHECK(r.out.find("; keys and passphrases: libsodium 1.") != std::string::npos);
 }
 
 TEST_CASE("cli: probe --help documents the secret sources and an example", "[cli]") {
