@@ -16,6 +16,8 @@ constexpr uint64_t kDigestKeyId = 1;
 constexpr uint64_t kDataKeyId = 2;
 constexpr uint64_t kConfigKeyId = 3;
 
+static_assert(SecureKey::kSize == primitives::kKeySize);
+static_assert(std::tuple_size_v<Digest> == primitives::kDigestSize);
 static_assert(kMinKdfOps >= crypto_pwhash_argon2id_OPSLIMIT_MIN);
 static_assert(kMaxKdfOps <= crypto_pwhash_argon2id_OPSLIMIT_MAX);
 static_assert(kMinKdfMemory >= crypto_pwhash_argon2id_MEMLIMIT_MIN);

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -49,8 +48,8 @@ bool Done(bool ok) {
   return ok;
 }
 
-bool OpenSslDigest(const OpenSslMethods& m, const uint8_t* key, const uint8_t* data, size_t size,
-                   uint8_t* out) {
+bool DigestWith(const OpenSslMethods& m, const uint8_t* key, const uint8_t* data, size_t size,
+                uint8_t* out) {
   MacCtx c(EVP_MAC_CTX_new(m.mac));
   if (!c) return Done(false);
   size_t digest_size = kDigestSize;
@@ -71,9 +70,9 @@ CipherCtx XChaChaContext(const OpenSslMethods& m, const uint8_t* key, const uint
   std::memcpy(iv.data() + 4, nonce + 16, 8);
   CipherCtx c(EVP_CIPHER_CTX_new());
   const bool ok =
-      c && (encrypt ? EVP_EncryptInit_ex2(c.get(), m.cipher, subkey.data(), iv.data(), nullptr)
-                    : EVP_DecryptInit_ex2(c.get(), m.cipher, subkey.data(), iv.data(), nullptr)) ==
-               1;
+      c &&
+      (encrypt ? EVP_EncryptInit_ex2(c.get(), m.cipher, subkey.data(), iv.data(), nullptr)
+               : EVP_DecryptInit_ex2(c.get(), m.cipher, subkey.data(), iv.data(), nullptr)) == 1;
   sodium_memzero(subkey.data(), subkey.size());
   if (!ok) c.reset();
   return c;
@@ -94,9 +93,8 @@ bool CipherUpdate(EVP_CIPHER_CTX* c, const uint8_t* ad, size_t ad_size, const ui
   return true;
 }
 
-bool OpenSslSeal(const OpenSslMethods& m, const uint8_t* key, const uint8_t* nonce,
-                 const uint8_t* ad, size_t ad_size, const uint8_t* plain, size_t size,
-                 uint8_t* out) {
+bool SealWith(const OpenSslMethods& m, const uint8_t* key, const uint8_t* nonce, const uint8_t* ad,
+              size_t ad_size, const uint8_t* plain, size_t size, uint8_t* out) {
   CipherCtx c = XChaChaContext(m, key, nonce, /*encrypt=*/true);
   int n = 0;
   return Done(c && CipherUpdate(c.get(), ad, ad_size, plain, size, out) &&
@@ -106,9 +104,8 @@ bool OpenSslSeal(const OpenSslMethods& m, const uint8_t* key, const uint8_t* non
 }
 
 // False when anything failed, a wrong tag included: the caller asks libsodium to tell which.
-bool OpenSslOpen(const OpenSslMethods& m, const uint8_t* key, const uint8_t* nonce,
-                 const uint8_t* ad, size_t ad_size, const uint8_t* sealed, size_t sealed_size,
-                 uint8_t* out) {
+bool OpenWith(const OpenSslMethods& m, const uint8_t* key, const uint8_t* nonce, const uint8_t* ad,
+              size_t ad_size, const uint8_t* sealed, size_t sealed_size, uint8_t* out) {
   const size_t size = sealed_size - kTagSize;
   CipherCtx c = XChaChaContext(m, key, nonce, /*encrypt=*/false);
   uint8_t tag[kTagSize];
@@ -135,8 +132,8 @@ void SodiumSeal(const uint8_t* key, const uint8_t* nonce, const uint8_t* ad, siz
 bool SodiumOpen(const uint8_t* key, const uint8_t* nonce, const uint8_t* ad, size_t ad_size,
                 const uint8_t* sealed, size_t sealed_size, uint8_t* out) {
   unsigned long long written = 0;
-  return crypto_aead_xchacha20poly1305_ietf_decrypt(out, &written, nullptr, sealed, sealed_size,
-                                                    ad, ad_size, nonce, key) == 0;
+  return crypto_aead_xchacha20poly1305_ietf_decrypt(out, &written, nullptr, sealed, sealed_size, ad,
+                                                    ad_size, nonce, key) == 0;
 }
 
 // True when OpenSSL gives libsodium's bytes on a fixed input: a digest, a seal, and an open of
@@ -154,23 +151,20 @@ bool AgreesWithLibsodium(const OpenSslMethods& m) {
   const uint8_t ad[] = "wanbackup self-test";
   std::array<uint8_t, kDigestSize> d1, d2;
   SodiumDigest(key.data(), data.data(), data.size(), d1.data());
-  if (!OpenSslDigest(m, key.data(), data.data(), data.size(), d2.data()) || d1 != d2) return false;
+  if (!DigestWith(m, key.data(), data.data(), data.size(), d2.data()) || d1 != d2) return false;
   std::array<uint8_t, 1000 + kTagSize> s1, s2;
   SodiumSeal(key.data(), nonce.data(), ad, sizeof ad, data.data(), data.size(), s1.data());
-  if (!OpenSslSeal(m, key.data(), nonce.data(), ad, sizeof ad, data.data(), data.size(),
-                   s2.data()) ||
+  if (!SealWith(m, key.data(), nonce.data(), ad, sizeof ad, data.data(), data.size(), s2.data()) ||
       s1 != s2) {
     return false;
   }
   std::array<uint8_t, 1000> plain;
-  if (!OpenSslOpen(m, key.data(), nonce.data(), ad, sizeof ad, s1.data(), s1.size(),
-                   plain.data()) ||
+  if (!OpenWith(m, key.data(), nonce.data(), ad, sizeof ad, s1.data(), s1.size(), plain.data()) ||
       plain != data) {
     return false;
   }
   s1[10] ^= 1;
-  return !OpenSslOpen(m, key.data(), nonce.data(), ad, sizeof ad, s1.data(), s1.size(),
-                      plain.data());
+  return !OpenWith(m, key.data(), nonce.data(), ad, sizeof ad, s1.data(), s1.size(), plain.data());
 }
 
 // The methods when OpenSSL has both and agrees with libsodium; nullptr otherwise.
@@ -207,8 +201,8 @@ Status CheckImplementationChoice() {
                                    " is not an implementation (libsodium or openssl)");
   }
   if (WorkingOpenSsl() == nullptr) {
-    return Status::Unsupported(std::string(kImplementationEnv) +
-                               "=openssl, but this libcrypto (" + Describe(Implementation::kOpenSsl) +
+    return Status::Unsupported(std::string(kImplementationEnv) + "=openssl, but this libcrypto (" +
+                               Describe(Implementation::kOpenSsl) +
                                ") lacks BLAKE2BMAC or ChaCha20-Poly1305, or disagrees with "
                                "libsodium; unset it to use libsodium");
   }
@@ -217,8 +211,10 @@ Status CheckImplementationChoice() {
 
 Implementation Active() {
   static const Implementation chosen = [] {
-    if (EnvChoice() == "libsodium") return Implementation::kLibsodium;
-    return WorkingOpenSsl() != nullptr ? Implementation::kOpenSsl : Implementation::kLibsodium;
+    const std::string_view choice = EnvChoice();
+    const bool wants_openssl = choice.empty() || choice == "openssl";
+    return wants_openssl && WorkingOpenSsl() != nullptr ? Implementation::kOpenSsl
+                                                        : Implementation::kLibsodium;
   }();
   return chosen;
 }
@@ -232,27 +228,53 @@ std::string Describe(Implementation impl) {
 
 void KeyedDigest(const uint8_t* key, const uint8_t* data, size_t size, uint8_t* out,
                  Implementation impl) {
-  const OpenSslMethods* m = impl == Implementation::kOpenSsl ? WorkingOpenSsl() : nullptr;
-  if (m != nullptr && OpenSslDigest(*m, key, data, size, out)) return;
+  if (impl == Implementation::kOpenSsl && internal::OpenSslKeyedDigest(key, data, size, out)) {
+    return;
+  }
   SodiumDigest(key, data, size, out);
 }
 
 void Seal(const uint8_t* key, const uint8_t* nonce, const uint8_t* ad, size_t ad_size,
           const uint8_t* plain, size_t size, uint8_t* out, Implementation impl) {
-  const OpenSslMethods* m = impl == Implementation::kOpenSsl ? WorkingOpenSsl() : nullptr;
-  if (m != nullptr && OpenSslSeal(*m, key, nonce, ad, ad_size, plain, size, out)) return;
+  if (impl == Implementation::kOpenSsl &&
+      internal::OpenSslSeal(key, nonce, ad, ad_size, plain, size, out)) {
+    return;
+  }
   SodiumSeal(key, nonce, ad, ad_size, plain, size, out);
 }
 
 bool Open(const uint8_t* key, const uint8_t* nonce, const uint8_t* ad, size_t ad_size,
           const uint8_t* sealed, size_t sealed_size, uint8_t* out, Implementation impl) {
   if (sealed_size < kTagSize) return false;
-  const OpenSslMethods* m = impl == Implementation::kOpenSsl ? WorkingOpenSsl() : nullptr;
-  if (m != nullptr && OpenSslOpen(*m, key, nonce, ad, ad_size, sealed, sealed_size, out)) {
-    return true;
+  if (impl == Implementation::kOpenSsl) {
+    if (internal::OpenSslOpen(key, nonce, ad, ad_size, sealed, sealed_size, out)) return true;
+    // A wrong tag, or OpenSSL failing for another reason: libsodium decides which. What
+    // OpenSSL decrypted is unchecked: it goes now, whatever libsodium does with `out`.
+    sodium_memzero(out, sealed_size - kTagSize);
   }
-  // A wrong tag, or OpenSSL failing for another reason: libsodium decides which.
   return SodiumOpen(key, nonce, ad, ad_size, sealed, sealed_size, out);
 }
+
+namespace internal {
+
+bool OpenSslKeyedDigest(const uint8_t* key, const uint8_t* data, size_t size, uint8_t* out) {
+  const OpenSslMethods* m = WorkingOpenSsl();
+  return m != nullptr && DigestWith(*m, key, data, size, out);
+}
+
+bool OpenSslSeal(const uint8_t* key, const uint8_t* nonce, const uint8_t* ad, size_t ad_size,
+                 const uint8_t* plain, size_t size, uint8_t* out) {
+  const OpenSslMethods* m = WorkingOpenSsl();
+  return m != nullptr && SealWith(*m, key, nonce, ad, ad_size, plain, size, out);
+}
+
+bool OpenSslOpen(const uint8_t* key, const uint8_t* nonce, const uint8_t* ad, size_t ad_size,
+                 const uint8_t* sealed, size_t sealed_size, uint8_t* out) {
+  const OpenSslMethods* m = WorkingOpenSsl();
+  return m != nullptr && sealed_size >= kTagSize &&
+         OpenWith(*m, key, nonce, ad, ad_size, sealed, sealed_size, out);
+}
+
+}  // namespace internal
 
 }  // namespace wanbackup::pipeline::primitives

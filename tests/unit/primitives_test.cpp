@@ -1,5 +1,6 @@
 #include "pipeline/primitives.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -34,9 +35,9 @@ std::vector<uint8_t> Sealed(Implementation impl, const std::vector<uint8_t>& key
   return out;
 }
 
-bool Opens(Implementation impl, const std::vector<uint8_t>& key,
-           const std::vector<uint8_t>& nonce, const std::vector<uint8_t>& ad,
-           const std::vector<uint8_t>& sealed, std::vector<uint8_t>* plain) {
+bool Opens(Implementation impl, const std::vector<uint8_t>& key, const std::vector<uint8_t>& nonce,
+           const std::vector<uint8_t>& ad, const std::vector<uint8_t>& sealed,
+           std::vector<uint8_t>* plain) {
   plain->assign(sealed.size() - primitives::kTagSize, 0);
   return primitives::Open(key.data(), nonce.data(), ad.data(), ad.size(), sealed.data(),
                           sealed.size(), plain->data(), impl);
@@ -62,8 +63,8 @@ TEST_CASE("primitives: OpenSSL and libsodium give the same digests and sealed by
           "[primitives]") {
   REQUIRE(wanbackup::pipeline::InitCrypto().ok());
   // Sizes around OpenSSL's and libsodium's block and buffering boundaries, and a chunk.
-  for (const size_t size : {0, 1, 15, 16, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4096, 65537,
-                            4 << 20}) {
+  for (const size_t size :
+       {0, 1, 15, 16, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4096, 65537, 4 << 20}) {
     for (const size_t ad_size : {0, 1, 37, 38, 300}) {
       CAPTURE(size, ad_size);
       const auto key = Random(primitives::kKeySize);
@@ -71,16 +72,21 @@ TEST_CASE("primitives: OpenSSL and libsodium give the same digests and sealed by
       const auto ad = Random(ad_size);
       const auto plain = Random(size);
 
+      // OpenSSL alone (internal::, no fallback), so libsodium is not compared with itself.
       std::array<uint8_t, primitives::kDigestSize> d1, d2;
       primitives::KeyedDigest(key.data(), plain.data(), plain.size(), d1.data(), kSodium);
-      primitives::KeyedDigest(key.data(), plain.data(), plain.size(), d2.data(), kOpenSsl);
+      REQUIRE(primitives::internal::OpenSslKeyedDigest(key.data(), plain.data(), plain.size(),
+                                                       d2.data()));
       CHECK(d1 == d2);
 
       const auto s1 = Sealed(kSodium, key, nonce, ad, plain);
-      const auto s2 = Sealed(kOpenSsl, key, nonce, ad, plain);
+      std::vector<uint8_t> s2(plain.size() + primitives::kTagSize);
+      REQUIRE(primitives::internal::OpenSslSeal(key.data(), nonce.data(), ad.data(), ad.size(),
+                                                plain.data(), plain.size(), s2.data()));
       CHECK(s1 == s2);
-      std::vector<uint8_t> opened;
-      CHECK(Opens(kOpenSsl, key, nonce, ad, s1, &opened));
+      std::vector<uint8_t> opened(plain.size());
+      CHECK(primitives::internal::OpenSslOpen(key.data(), nonce.data(), ad.data(), ad.size(),
+                                              s1.data(), s1.size(), opened.data()));
       CHECK(opened == plain);
       CHECK(Opens(kSodium, key, nonce, ad, s2, &opened));
       CHECK(opened == plain);
@@ -90,7 +96,11 @@ TEST_CASE("primitives: OpenSSL and libsodium give the same digests and sealed by
       for (size_t i = 0; i < s1.size(); i += std::max<size_t>(1, s1.size() / 7)) {
         auto bad = s1;
         bad[i] ^= 0x10;
+        CHECK_FALSE(primitives::internal::OpenSslOpen(
+            key.data(), nonce.data(), ad.data(), ad.size(), bad.data(), bad.size(), opened.data()));
+        // Through the fallback too, and what OpenSSL decrypted is not left behind.
         CHECK_FALSE(Opens(kOpenSsl, key, nonce, ad, bad, &opened));
+        CHECK(std::all_of(opened.begin(), opened.end(), [](uint8_t b) { return b == 0; }));
         CHECK_FALSE(Opens(kSodium, key, nonce, ad, bad, &opened));
       }
       if (!ad.empty()) {
@@ -109,6 +119,7 @@ TEST_CASE("primitives: OpenSSL and libsodium give the same digests and sealed by
 }
 
 TEST_CASE("primitives: a sealed payload shorter than a tag does not open", "[primitives]") {
+  REQUIRE(wanbackup::pipeline::InitCrypto().ok());
   const auto key = Random(primitives::kKeySize);
   const auto nonce = Random(primitives::kNonceSize);
   std::array<uint8_t, 15> short_sealed{};
@@ -117,4 +128,6 @@ TEST_CASE("primitives: a sealed payload shorter than a tag does not open", "[pri
     CHECK_FALSE(primitives::Open(key.data(), nonce.data(), nullptr, 0, short_sealed.data(),
                                  short_sealed.size(), out.data(), impl));
   }
+  CHECK_FALSE(primitives::internal::OpenSslOpen(
+      key.data(), nonce.data(), nullptr, 0, short_sealed.data(), short_sealed.size(), out.data()));
 }
