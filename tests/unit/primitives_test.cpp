@@ -22,7 +22,7 @@ constexpr Implementation kOpenSsl = Implementation::kOpenSsl;
 
 std::vector<uint8_t> Random(size_t size) {
   std::vector<uint8_t> v(size);
-  randombytes_buf(v.data(), v.size());
+  if (size > 0) randombytes_buf(v.data(), v.size());  // declared nonnull; an empty vector's is null
   return v;
 }
 
