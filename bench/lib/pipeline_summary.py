@@ -98,10 +98,8 @@ lines.append(f"- OpenSSL vs libsodium for BLAKE2b and XChaCha20 (same bytes): sn
 stages = [json.loads(l) for l in open(stages_path)]
 lines.append("\nwanbackup CPU seconds per GiB read, by stage (median over runs):\n")
 names = ["zero", "digest", "dedup", "compress", "encrypt", "write", "catalog"]
-lines.append("| phase | " + " | ".join(names) + " | total |")
-lines.append("|---|" + "---|" * (len(names) + 1))
-lines[-2] = lines[-2].replace("| phase |", "| crypto | phase |")
-lines[-1] = "|---" + lines[-1]
+lines.append("| crypto | phase | " + " | ".join(names) + " | total |")
+lines.append("|---|---|" + "---|" * (len(names) + 1))
 for tool, crypto in [("wanbackup", "OpenSSL"), ("wanbackup-libsodium", "libsodium")]:
     for phase in ["backup", "second"]:
         mine = [s for s in stages if s.get("tool", "wanbackup") == tool and s["phase"] == phase]
