@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -111,16 +112,27 @@ nlohmann::json SummaryJson(const catalog::SnapshotInfo& snap, const catalog::Rep
   return j;
 }
 
+// Whether `path`'s directory is on the filesystem of /dev itself (devtmpfs), not on one mounted
+// below it. A directory that does not exist counts as the device filesystem's.
+bool InDeviceFilesystem(const std::string& path) {
+  struct stat dev {};
+  struct stat dir {};
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  if (::stat("/dev", &dev) != 0 || ::stat(parent.c_str(), &dir) != 0) return true;
+  return dir.st_dev == dev.st_dev;
+}
+
 // Opens the replica for writing and says what it is: whether it was just created, its identity
 // and fingerprint (into `options` and `id`). A short file is extended to the snapshot's size
 // first, so that it can be read back and compared.
 Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const ReplicateRequest& request,
                                pipeline::ReplicateOptions* options, TargetId* id) {
-  // A path under /dev that is missing is a device that is not there (an inactive LV, a lost
-  // disk), never a file to create in the device directory.
+  // A missing path in the device directory is a device that is not there (an inactive LV, a
+  // lost disk), never a file to create there. A filesystem mounted under /dev (/dev/shm) holds
+  // files like any other.
   struct stat st {};
   if (!initiator::LooksLikeIscsiUrl(request.to) && request.to.rfind("/dev/", 0) == 0 &&
-      ::stat(request.to.c_str(), &st) != 0) {
+      ::stat(request.to.c_str(), &st) != 0 && InDeviceFilesystem(request.to)) {
     return Status::FromErrno(errno, request.to +
                                         " is not there (a device that is not "
                                         "attached or active?); nothing was written");
@@ -151,8 +163,10 @@ Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const Replicat
 
 Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                                            const catalog::SnapshotInfo& snap,
-                                           const ReplicateRequest& request) {
-  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(request.tuning));  // before any login
+                                           const ReplicateRequest& given) {
+  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(given.tuning));  // before any login
+  ReplicateRequest request = given;
+  request.to = AbsoluteLocalPath(given.to);  // the replica's name in `replicas`
   // Running rows are stale here: replicate holds the writer lock a running snapshot would hold.
   WB_RETURN_IF_ERROR(RefuseSourceOf(repo, request.to, snap.id, false));
   if (request.to == "-") {

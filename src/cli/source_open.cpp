@@ -1,5 +1,7 @@
 #include "cli/source_open.h"
 
+#include <filesystem>
+
 #include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_source.h"
@@ -18,7 +20,7 @@ Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& tar
                                      "': only iscsi:// URLs and local paths are "
                                      "supported");
     }
-    WB_ASSIGN_OR_RETURN(opened.source, pipeline::FileSource::Open(spec));
+    WB_ASSIGN_OR_RETURN(opened.source, pipeline::FileSource::Open(AbsoluteLocalPath(spec)));
     return opened;
   }
   WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(spec));
@@ -41,6 +43,16 @@ Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& tar
 }
 
 }  // namespace
+
+std::string AbsoluteLocalPath(const std::string& spec) {
+  if (spec.empty() || spec == "-" || initiator::LooksLikeIscsiUrl(spec) ||
+      spec.find("://") != std::string::npos) {
+    return spec;
+  }
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(spec, ec);
+  return ec ? spec : absolute.lexically_normal().string();
+}
 
 Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
                                 const TuningFlags& tuning, SourceUse use) {

@@ -22,6 +22,12 @@ struct OpenedSource {
 // GET LBA STATUS session is opened for it.
 enum class SourceUse { kData, kReadBack };
 
+// A local path as it is recorded (a snapshot's source, a replica's target): made absolute
+// against the working directory, lexically ("a.img" and "/srv/img/a.img" are one disk for
+// retention), without resolving symlinks, so a stable name such as /dev/disk/by-id/... stays.
+// iSCSI URLs, "-" and "" are returned unchanged.
+std::string AbsoluteLocalPath(const std::string& spec);
+
 Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,
                                 const TuningFlags& tuning, SourceUse use = SourceUse::kData);
 

@@ -189,6 +189,30 @@ TEST_CASE("replicate: a missing device is refused, never created as a file in /d
   CHECK(::access("/dev/wanbackup-no-such-device", F_OK) != 0);
 }
 
+TEST_CASE("replicate: a new file on a filesystem mounted under /dev (/dev/shm) is created",
+          "[replicate]") {
+  Setup s;
+  TempDir shm{"replicate-shm", "/dev/shm"};
+  const std::string replica = shm / "standby.img";
+  s.repo.Ok({"replicate", "1", "--to", replica, "--json"});
+  CHECK(SameFile(replica, s.image));
+}
+
+TEST_CASE("replicate, snapshot: a relative path is recorded as the absolute one it names",
+          "[replicate]") {
+  Setup s;
+  // The same disk named from its directory: one source (one series for --keep-*), not two.
+  REQUIRE(s.repo.WbIn(s.dir.path(), {"snapshot", "disk.img", "--json"}).exit_code == 0);
+  const nlohmann::json snaps = Json(s.repo.Ok({"snapshots", "--json"}));
+  REQUIRE(snaps.size() == 2);
+  for (const auto& snap : snaps)
+    CHECK(snap["source"] == s.image);
+  REQUIRE(s.repo.WbIn(s.dir.path(), {"replicate", "latest", "--to", "standby.img"}).exit_code == 0);
+  const nlohmann::json replicas = Json(s.repo.Ok({"replicas", "--json"}));
+  REQUIRE(replicas.size() == 1);
+  CHECK(replicas[0]["target"] == s.replica);
+}
+
 TEST_CASE("replicate: bad targets are refused in one line and nothing is written", "[replicate]") {
   Setup s;
   const auto before = TreeContents(s.dir.path());

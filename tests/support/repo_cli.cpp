@@ -39,6 +39,15 @@ RunResult RepoCli::Wb(std::vector<std::string> args, const std::string& passphra
   return Local(std::move(args), o);
 }
 
+RunResult RepoCli::WbIn(const std::string& cwd, std::vector<std::string> args) const {
+  RunOptions o;
+  o.env["WANBACKUP_REPO"] = path_;
+  o.env["WANBACKUP_KEY_FILE"] = key_;
+  o.timeout = std::chrono::seconds(120);
+  o.cwd = cwd;
+  return Local(std::move(args), o);
+}
+
 RunResult RepoCli::Ok(std::vector<std::string> args, const std::string& passphrase,
                       const std::map<std::string, std::string>& env) const {
   std::string command;

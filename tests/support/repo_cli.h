@@ -39,6 +39,8 @@ class RepoCli {
 
   RunResult Wb(std::vector<std::string> args, const std::string& passphrase = "",
                const std::map<std::string, std::string>& env = {}) const;
+  // As Wb with the key file, run in the directory `cwd`.
+  RunResult WbIn(const std::string& cwd, std::vector<std::string> args) const;
   // As Wb, and REQUIREs exit 0 (printing the output when not).
   RunResult Ok(std::vector<std::string> args, const std::string& passphrase = "",
                const std::map<std::string, std::string>& env = {}) const;

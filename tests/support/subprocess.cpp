@@ -39,6 +39,10 @@ pid_t Spawn(const std::vector<std::string>& argv, const RunOptions& o, int in_fd
     ::dup2(err_fd >= 0 ? err_fd : devnull, STDERR_FILENO);
     for (const auto& [k, v] : o.env)
       ::setenv(k.c_str(), v.c_str(), 1);
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
+      std::fprintf(stderr, "chdir %s: %s\n", o.cwd.c_str(), std::strerror(errno));
+      ::_exit(127);
+    }
     ::execvp(cargv[0], cargv.data());
     std::fprintf(stderr, "exec %s: %s\n", cargv[0], std::strerror(errno));
     ::_exit(127);

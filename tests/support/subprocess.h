@@ -23,6 +23,7 @@ struct RunOptions {
   std::map<std::string, std::string> env;  // added to the environment
   std::chrono::milliseconds timeout{60000};
   std::string stdin_data;
+  std::string cwd;  // the working directory ("" = the test's)
 };
 
 // Runs to completion (or timeout).

@@ -6,8 +6,8 @@
 
 namespace wanbackup::testing {
 
-TempDir::TempDir(const std::string& label) {
-  std::string tmpl = "/tmp/wb-" + label + "-XXXXXX";
+TempDir::TempDir(const std::string& label, const std::string& parent) {
+  std::string tmpl = parent + "/wb-" + label + "-XXXXXX";
   REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
   path_ = tmpl;
 }

@@ -9,8 +9,8 @@ namespace wanbackup::testing {
 
 class TempDir {
  public:
-  // Creates /tmp/wb-<label>-XXXXXX (fails the test when it cannot).
-  explicit TempDir(const std::string& label = "test");
+  // Creates <parent>/wb-<label>-XXXXXX (fails the test when it cannot).
+  explicit TempDir(const std::string& label = "test", const std::string& parent = "/tmp");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
