@@ -10,6 +10,7 @@
 #include "cli/console.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
+#include "pipeline/repo_lock.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -20,12 +21,14 @@ struct SnapshotsCommandOptions {
   bool all = false;
 };
 
-const char* StatusText(catalog::SnapshotStatus s) {
+// `writer_running`: a snapshot marked running is only running while a writer holds the lock; the
+// next writer marks one that was killed as failed, and until then it is shown as such.
+const char* StatusText(catalog::SnapshotStatus s, bool writer_running) {
   switch (s) {
     case catalog::SnapshotStatus::kComplete:
       return "complete";
     case catalog::SnapshotStatus::kRunning:
-      return "running";
+      return writer_running ? "running" : "interrupted";
     case catalog::SnapshotStatus::kFailed:
       return "interrupted";
   }
@@ -35,28 +38,32 @@ const char* StatusText(catalog::SnapshotStatus s) {
 Status RunSnapshots(const SnapshotsCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> list, repo->catalog().Snapshots(opts.all));
+  const bool writer_running = pipeline::WriterRunning(repo->path());
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& s : list) {
+      const bool finished = s.finished_unix_ms != 0;
       const double secs = static_cast<double>(s.finished_unix_ms - s.started_unix_ms) / 1e3;
-      out.push_back(
-          {{"id", s.id},
-           {"status", StatusText(s.status)},
-           {"source", s.source},
-           {"tag", s.tag},
-           {"hostname", s.hostname},
-           {"started_unix_ms", s.started_unix_ms},
-           {"finished_unix_ms", s.finished_unix_ms},
-           {"size_bytes", s.size_bytes},
-           {"block_size", s.block_size},
-           {"chunk_size", s.chunk_size},
-           {"bytes_new", s.bytes_new},
-           {"bytes_stored", s.bytes_stored},
-           {"chunks_total", s.chunks_total},
-           {"chunks_new", s.chunks_new},
-           {"chunks_zero", s.chunks_zero},
-           {"seconds", secs},
-           {"bytes_per_second", secs > 0 ? static_cast<double>(s.size_bytes) / secs : 0}});
+      out.push_back({{"id", s.id},
+                     {"status", StatusText(s.status, writer_running)},
+                     {"source", s.source},
+                     {"tag", s.tag},
+                     {"hostname", s.hostname},
+                     {"started_unix_ms", s.started_unix_ms},
+                     {"finished_unix_ms", s.finished_unix_ms},
+                     {"size_bytes", s.size_bytes},
+                     {"block_size", s.block_size},
+                     {"chunk_size", s.chunk_size},
+                     {"bytes_new", s.bytes_new},
+                     {"bytes_stored", s.bytes_stored},
+                     {"chunks_total", s.chunks_total},
+                     {"chunks_new", s.chunks_new},
+                     {"chunks_zero", s.chunks_zero},
+                     {"seconds", finished ? nlohmann::json(secs) : nlohmann::json(nullptr)},
+                     {"bytes_per_second",
+                      !finished  ? nlohmann::json(nullptr)
+                      : secs > 0 ? nlohmann::json(static_cast<double>(s.size_bytes) / secs)
+                                 : nlohmann::json(0.0)}});
     }
     std::printf("%s\n", out.dump(2).c_str());
     return Status::Ok();
@@ -77,7 +84,7 @@ Status RunSnapshots(const SnapshotsCommandOptions& opts) {
         LocalTime(s.started_unix_ms).c_str(), FormatBytes(s.size_bytes).c_str(),
         done ? FormatBytes(s.bytes_new).c_str() : "-",
         done ? FormatBytes(s.bytes_stored).c_str() : "-",
-        done ? FormatDuration(duration).c_str() : "-", StatusText(s.status),
+        done ? FormatDuration(duration).c_str() : "-", StatusText(s.status, writer_running),
         done && secs > 0 ? FormatRate(static_cast<double>(s.size_bytes) / secs).c_str() : "-",
         s.tag.empty() ? "-" : s.tag.c_str(), s.source.c_str());
   }

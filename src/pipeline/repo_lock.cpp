@@ -82,6 +82,19 @@ std::string LiveReaders(const std::string& dir) {
   return who;
 }
 
+}  // namespace
+
+bool WriterRunning(const std::string& repo_path) {
+  const std::string path = repo_path + "/lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases it if we took it
+  return held;
+}
+
+namespace {
+
 std::string Seconds(std::chrono::milliseconds ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%gs", static_cast<double>(ms.count()) / 1000.0);

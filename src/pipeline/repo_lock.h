@@ -50,6 +50,10 @@ class RepoLock {
   std::string reader_path_;
 };
 
+// Whether some process holds REPO/lock now (a writer is running). false when the lock file
+// cannot be opened. A snapshot the catalog calls running while no writer is alive was killed.
+bool WriterRunning(const std::string& repo_path);
+
 // "wanbackup pid 123 on host1 running 'prune' since 2026-05-01T10:00:00Z" for this process.
 std::string HolderLine(const std::string& command);
 

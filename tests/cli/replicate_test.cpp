@@ -287,8 +287,14 @@ TEST_CASE(
   const RunResult refused = s.repo.Wb({"restore", "1", "--to", s.image, "--force"});
   CHECK(refused.exit_code == 2);
   CHECK_THAT(refused.err, Catch::Contains("is the source of snapshot 2, running now"));
+  auto second = [&s] { return Json(s.repo.Ok({"snapshots", "--all", "--json"})).at(1); };
+  CHECK(second()["status"] == "running");
+  CHECK(second()["seconds"].is_null());  // not finished: no duration, no rate
+  CHECK(second()["bytes_per_second"].is_null());
   snap.Kill(SIGKILL);
   snap.Wait(std::chrono::seconds(10));
   CHECK(RunningSnapshots(s.repo.catalog()) == 1);  // the killed run's row stays behind
+  CHECK(second()["status"] == "interrupted");      // but no writer holds the lock: not running
+  CHECK(second()["seconds"].is_null());
   s.repo.Ok({"restore", "1", "--to", s.image, "--force"});
 }
