@@ -1,5 +1,7 @@
 // wanbackup restore SNAPSHOT --to PATH|URL: write a snapshot to a file, block device, stdout or
 // an iSCSI LUN.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -92,7 +94,20 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   };
   Result<pipeline::RestoreResult> result = pipeline::RestoreSnapshot(*repo, snap, *sink, options);
   progress.Clear();
-  if (!result.ok()) return result.status().WithContext("restore stopped");
+  if (!result.ok()) {
+    // A file this run created holds only part of the snapshot: it goes, so that nothing
+    // half-written stays under the asked name. A device or LUN keeps what was written (a
+    // replaced file was written through a temporary one and is untouched).
+    std::string left;
+    if (opened.created) {
+      opened.sink.reset();
+      left = ::unlink(opts.to.c_str()) == 0 ? "; the partial " + opts.to + " was removed"
+                                            : "; " + opts.to + " is incomplete: do not use it";
+    } else if (opts.to != "-" && !opts.force) {
+      left = "; " + opts.to + " is incomplete: do not use it";
+    }
+    return result.status().WithContext("restore stopped").WithSuffix(left);
+  }
   bool verified = false;
   if (opts.verify) {
     WB_RETURN_IF_ERROR(Verify(*repo, snap, opts));

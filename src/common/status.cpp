@@ -95,6 +95,11 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(msg));
 }
 
+Status Status::WithSuffix(std::string_view suffix) const {
+  if (ok()) return *this;
+  return Status(code_, message_ + std::string(suffix));
+}
+
 std::string Status::ToString() const {
   return ok() ? std::string("OK") : message_;
 }

@@ -66,6 +66,8 @@ class [[nodiscard]] Status {
 
   // Returns a copy whose message is "<context>: <message>"; OK stays OK.
   Status WithContext(std::string_view context) const;
+  // Returns a copy whose message is "<message><suffix>"; OK stays OK.
+  Status WithSuffix(std::string_view suffix) const;
 
   // "OK" or the message (the code is implied by the message; see StatusCodeName for logs).
   std::string ToString() const;

@@ -209,6 +209,18 @@ TEST_CASE("repository: a damaged pack is found by verify with its range, and res
   INFO("restore: " << restore.err);
   CHECK(restore.exit_code == 3);
   CHECK(restore.err.find("snapshot 1 bytes ") != std::string::npos);
+  // The file this restore created holds part of the image: it is removed, and the line says so.
+  CHECK(restore.err.find("the partial " + s.dir + "/out.img was removed") != std::string::npos);
+  CHECK(::access((s.dir + "/out.img").c_str(), F_OK) != 0);
+  // --force over an existing file goes through a temporary file: the old contents stay.
+  std::ofstream(s.dir + "/old.img") << "keep me\n";
+  RunResult forced =
+      Local({"restore", "1", "--to", s.dir + "/old.img", "--force", "--repo", s.repo});
+  CHECK(forced.exit_code == 3);
+  std::ifstream old(s.dir + "/old.img");
+  std::string text;
+  std::getline(old, text);
+  CHECK(text == "keep me");
 }
 
 TEST_CASE("repository: a wrong passphrase is refused and changes nothing",
