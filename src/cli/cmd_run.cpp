@@ -78,12 +78,14 @@ void RegisterRun(CLI::App& app, Runner* runner) {
                   "the config file (default: $WANBACKUP_CONFIG, else "
                   "/etc/wanbackup/wanbackup.toml)");
   cmd->add_flag("-n,--dry-run", opts->dry_run,
-                "check the config and the repository's credentials, print what each step "
-                "would do; change nothing");
+                "check the config, the repository's credentials and that a local source can be "
+                "opened, print what each step would do; change nothing");
   cmd->add_flag("--json", opts->json, "print the run's outcome (every step's figures) as JSON");
   cmd->footer(
       "\nSTEPS, in order; a failed step stops the run and sets the exit status:\n"
       "  snapshot  the job's source into its repository (as 'wanbackup snapshot')\n"
+      "  replicate the new snapshot to each replicate_to target (as 'wanbackup replicate';\n"
+      "            a failed replica is reported and the other steps still run)\n"
       "  forget    snapshots of that source its keep_* rules do not keep (never the new one)\n"
       "  prune     when the last prune is older than prune_interval (default 7d)\n"
       "  verify    verify_share of the repository's chunks (0.1: all of them over 10 runs)\n"

@@ -1,5 +1,6 @@
 #include "cli/job_runner.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "cli/repo_flags.h"
 #include "cli/snapshot_source.h"
 #include "common/units.h"
+#include "initiator/iscsi_url.h"
 #include "pipeline/forget.h"
 #include "pipeline/prune.h"
 #include "pipeline/retention.h"
@@ -398,12 +400,22 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
   const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
   const RepoFlags flags = RepoFlagsFor(repository, job);
   { WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead)); }
+  const bool remote = initiator::LooksLikeIscsiUrl(job.source);
+  if (!remote) {  // a local source must be there and readable now, as the run will need it
+    const int fd = ::open(job.source.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return Status::FromErrno(errno, "job " + job.name + ": cannot open its source " + job.source);
+    }
+    ::close(fd);
+  }
   History history(repository.path);
   const std::vector<catalog::JobRun> runs = history.Runs("", 1000000);
   std::vector<std::string> plan;
-  plan.push_back("snapshot " + job.source + " into " + repository.path +
-                 (job.tag.empty() ? "" : " with tag " + job.tag) +
-                 (job.limit_rate.empty() ? "" : ", at most " + job.limit_rate + "/s"));
+  plan.push_back(
+      "snapshot " + job.source + " into " + repository.path +
+      (job.tag.empty() ? "" : " with tag " + job.tag) +
+      (job.limit_rate.empty() ? "" : ", at most " + job.limit_rate + "/s") +
+      (remote ? " (the target is not contacted in a dry run: wanbackup probe checks it)" : ""));
   if (job.replicate_to.empty()) {
     plan.push_back("replicate: skipped (no replicate_to)");
   }

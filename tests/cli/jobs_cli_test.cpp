@@ -98,6 +98,12 @@ TEST_CASE("run: --dry-run says what each step would do and changes nothing", "[j
   CHECK(r.out.find("prune: due") != std::string::npos);
   CHECK(r.out.find("verify share 1 of 10") != std::string::npos);
   CHECK(TreeContents(s.repo.path()) == before);
+  // A source the run could not read fails the dry run too, as the run would (not found: 6).
+  REQUIRE(::unlink(s.image.c_str()) == 0);
+  const RunResult missing = s.Wb({"run", "disk", "--dry-run"});
+  CHECK(missing.exit_code == 6);
+  CHECK(missing.err.find("job disk: cannot open its source " + s.image) != std::string::npos);
+  CHECK(TreeContents(s.repo.path()) == before);
 }
 
 TEST_CASE("run: a failing snapshot fails the run, is recorded, and forgets nothing", "[jobs]") {
