@@ -23,7 +23,6 @@ namespace {
 
 constexpr const char kDefaultUnitDir[] = "/etc/systemd/system";
 constexpr const char kShippedBinary[] = "/usr/local/bin/wanbackup";
-constexpr const char kShippedConfig[] = "/etc/wanbackup/wanbackup.toml";
 
 struct ScheduleCommandOptions {
   std::string job;
@@ -60,9 +59,25 @@ std::string CommandLine(const std::string& job, const std::string& config) {
   return SelfBinary() + " run " + job + " --config " + config;
 }
 
+// A value for a systemd unit's Environment= line: quoted, with systemd's specifier and escape
+// characters escaped.
+std::string UnitQuoted(const std::string& value) {
+  std::string out = "\"";
+  for (const char c : value) {
+    if (c == '%') out += '%';
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The service is a template every job shares; what is one job's (its config file, its schedule)
+// goes into that job's drop-ins, so installing a job from another config file changes no other.
 std::vector<UnitFile> Units(const jobs::JobConfig& job, const std::string& config) {
-  std::string service = Replace(kServiceTemplate, kShippedBinary, SelfBinary());
-  service = Replace(service, std::string("--config ") + kShippedConfig, "--config " + config);
+  const std::string service = Replace(kServiceTemplate, kShippedBinary, SelfBinary());
+  const std::string config_dropin =
+      "# wanbackup schedule " + job.name + ": the config file job " + job.name +
+      " is read from.\n[Service]\nEnvironment=" + UnitQuoted("WANBACKUP_CONFIG=" + config) + "\n";
   std::string dropin = "# wanbackup schedule " + job.name +
                        ": the job's `schedule` and `randomized_delay`\n"
                        "# from " +
@@ -71,6 +86,7 @@ std::vector<UnitFile> Units(const jobs::JobConfig& job, const std::string& confi
   dropin += "OnCalendar=" + (job.schedule.empty() ? std::string("daily") : job.schedule) + "\n";
   dropin += "RandomizedDelaySec=" + job.randomized_delay + "\n";
   return {{"wanbackup@.service", service},
+          {"wanbackup@" + job.name + ".service.d/config.conf", config_dropin},
           {"wanbackup@.timer", kTimerTemplate},
           {"wanbackup@" + job.name + ".timer.d/schedule.conf", dropin}};
 }
@@ -181,10 +197,11 @@ void RegisterSchedule(CLI::App& app, Runner* runner) {
       ->excludes("--install");
   cmd->footer(
       "\nThe units are the templates in conf/ (wanbackup@.service runs 'wanbackup run %i';\n"
-      "wanbackup@.timer is Persistent, with a randomized delay) with this wanbackup's path\n"
-      "and config file, plus a drop-in wanbackup@JOB.timer.d/schedule.conf holding the job's\n"
-      "schedule (systemd OnCalendar syntax) and randomized_delay. Re-run after changing\n"
-      "them. --cron needs a schedule cron can say (whole minutes, no year).\n"
+      "wanbackup@.timer is Persistent, with a randomized delay) with this wanbackup's path,\n"
+      "shared by every job, plus the job's own drop-ins: wanbackup@JOB.service.d/config.conf\n"
+      "naming its config file (WANBACKUP_CONFIG) and wanbackup@JOB.timer.d/schedule.conf\n"
+      "holding its schedule (systemd OnCalendar syntax) and randomized_delay. Re-run after\n"
+      "changing them. --cron needs a schedule cron can say (whole minutes, no year).\n"
       "\nEXAMPLES:\n"
       "  wanbackup schedule db                  # print the units\n"
       "  wanbackup schedule db --install        # install and enable wanbackup@db.timer\n"

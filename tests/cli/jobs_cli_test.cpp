@@ -145,8 +145,12 @@ TEST_CASE("schedule: systemd units from conf/ with the job's schedule, or a cron
   s.Write("schedule = \"Mon..Fri 22:00\"\nrandomized_delay = \"5m\"\n");
   const RunResult units = s.Wb({"schedule", "disk"});
   CHECK(units.exit_code == 0);
-  CHECK(units.out.find("ExecStart=" + std::string(WB_WANBACKUP_BIN) + " run %i --config " +
-                       s.config) != std::string::npos);
+  CHECK(units.out.find("ExecStart=" + std::string(WB_WANBACKUP_BIN) + " run %i\n") !=
+        std::string::npos);
+  // The config file is the job's own drop-in, not the template every job shares.
+  CHECK(units.out.find("/wanbackup@disk.service.d/config.conf\n") != std::string::npos);
+  CHECK(units.out.find("[Service]\nEnvironment=\"WANBACKUP_CONFIG=" + s.config + "\"\n") !=
+        std::string::npos);
   CHECK(units.out.find("OnCalendar=\nOnCalendar=Mon..Fri 22:00\nRandomizedDelaySec=5m\n") !=
         std::string::npos);
   const RunResult cron = s.Wb({"schedule", "disk", "--cron"});
