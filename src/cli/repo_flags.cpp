@@ -75,6 +75,13 @@ void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
                    "when another command holds the repository, wait this long for it (e.g. 30s, "
                    "10m) before giving up with exit status 7")
       ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            // Checked while parsing, so also where no lock is taken (init): never ignored.
+            const Result<std::chrono::nanoseconds> wait = ParseDuration(value, "s");
+            return wait.ok() ? std::string() : wait.status().message();
+          },
+          "DURATION"))
       ->group(group);
   flags->command = command->get_name();
   if (command->get_parent() != nullptr && command->get_parent()->get_parent() != nullptr) {

@@ -75,7 +75,12 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
         Case{{"probe", url, "--chap-user", "bob", "--chap-secret-file", "/nonexistent"},
              6,
              "/nonexistent"},
-        Case{{"probe", url, "--target-chap-user", "t"}, 2, "needs --chap-user"}}) {
+        Case{{"probe", url, "--target-chap-user", "t"}, 2, "needs --chap-user"},
+        // Checked while parsing, also by init, which takes no lock (and creates nothing).
+        Case{{"init", "--repo", "/nonexistent/wb-repo", "--lock-wait", "abc"}, 2, "--lock-wait"},
+        Case{{"snapshots", "--repo", "/nonexistent/wb-repo", "--lock-wait", "5x"},
+             2,
+             "unknown duration unit"}}) {
     std::string joined;
     for (const auto& a : c.args)
       joined += a + " ";
