@@ -240,28 +240,41 @@ Status RunForget(ForgetCommandOptions opts) {
 // The --keep-* rules, in their own help group.
 void AddRetentionFlags(CLI::App* cmd, ForgetCommandOptions* opts) {
   const char* rules = "Retention (per source; a snapshot any rule keeps is kept)";
+  const CLI::Validator at_least_one(
+      [](std::string& value) -> std::string {
+        size_t used = 0;
+        long long n = 0;
+        try {
+          n = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == value.size() && n >= 1) return {};
+        return "'" + value + "' is not a count of 1 or more (a rule that keeps none is left out)";
+      },
+      "N");
   cmd->add_option("--keep-last", opts->policy.keep_last, "keep the N newest snapshots")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one)
       ->group(rules);
   cmd->add_option("--keep-hourly", opts->policy.keep_hourly,
                   "keep the newest snapshot of each of the N newest hours that have one")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one)
       ->group(rules);
   cmd->add_option("--keep-daily", opts->policy.keep_daily,
                   "keep the newest snapshot of each of the N newest days that have one")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one)
       ->group(rules);
   cmd->add_option("--keep-weekly", opts->policy.keep_weekly,
                   "... of each of the N newest weeks (ISO weeks, Monday to Sunday)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one)
       ->group(rules);
   cmd->add_option("--keep-monthly", opts->policy.keep_monthly,
                   "... of each of the N newest calendar months")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one)
       ->group(rules);
   cmd->add_option("--keep-yearly", opts->policy.keep_yearly,
                   "... of each of the N newest calendar years")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least_one)
       ->group(rules);
   cmd->add_option("--keep-within", opts->keep_within,
                   "keep every snapshot taken within DURATION of the source's newest one "

@@ -80,7 +80,9 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
         Case{{"init", "--repo", "/nonexistent/wb-repo", "--lock-wait", "abc"}, 2, "--lock-wait"},
         Case{{"snapshots", "--repo", "/nonexistent/wb-repo", "--lock-wait", "5x"},
              2,
-             "unknown duration unit"}}) {
+             "unknown duration unit"},
+        Case{{"forget", "--repo", "/nonexistent/wb-repo", "--keep-last", "0"}, 2, "1 or more"},
+        Case{{"forget", "--repo", "/nonexistent/wb-repo", "--keep-daily", "7x"}, 2, "'7x'"}}) {
     std::string joined;
     for (const auto& a : c.args)
       joined += a + " ";
