@@ -1,6 +1,7 @@
 // wanbackup verify: check every chunk and every snapshot.
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,24 @@ struct VerifyCommandOptions {
   bool json = false;
   RepoFlags repo;
 };
+
+// "0 chunks damaged, 1 snapshot damaged (2 ranges)": chunks that fail their check, and the
+// snapshots with a damaged range (a damaged chunk, or a catalog entry that disagrees with the
+// snapshot's sealed record, which damages no chunk).
+std::string DamageCounts(const pipeline::VerifyReport& report) {
+  std::set<int64_t> snapshots;
+  for (const auto& d : report.damage)
+    snapshots.insert(d.snapshot_id);
+  const auto plural = [](uint64_t n, const char* one) {
+    return std::to_string(n) + " " + one + (n == 1 ? "" : "s");
+  };
+  std::string text = plural(report.chunks_damaged, "chunk") + " damaged";
+  if (!report.damage.empty()) {
+    text += ", " + plural(snapshots.size(), "snapshot") + " damaged (" +
+            plural(report.damage.size(), "range") + ")";
+  }
+  return text;
+}
 
 Status RunVerify(const VerifyCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
@@ -60,17 +79,15 @@ Status RunVerify(const VerifyCommandOptions& opts) {
                   static_cast<unsigned long long>(d.offset),
                   static_cast<unsigned long long>(d.length), d.reason.c_str());
     }
-    std::printf("%s: %llu snapshots, %llu chunks (%s) checked, %llu damaged\n",
+    std::printf("%s: %llu snapshots, %llu chunks (%s) checked; %s\n",
                 report.ok() ? "ok" : "DAMAGED",
                 static_cast<unsigned long long>(report.snapshots_checked),
                 static_cast<unsigned long long>(report.chunks_checked),
-                FormatBytes(report.bytes_checked).c_str(),
-                static_cast<unsigned long long>(report.chunks_damaged));
+                FormatBytes(report.bytes_checked).c_str(), DamageCounts(report).c_str());
   }
   if (!report.ok()) {
-    return Status::Corruption("the repository is damaged: " + std::to_string(report.damage.size()) +
-                              " range(s) in " + std::to_string(report.chunks_damaged) +
-                              " chunk(s)");
+    return Status::Corruption("the repository is damaged: " + DamageCounts(report) +
+                              " (each range is named above)");
   }
   return Status::Ok();
 }
