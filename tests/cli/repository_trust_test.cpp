@@ -134,6 +134,14 @@ TEST_CASE("trust: each SQL edit of the catalog is reported as tampering naming i
   INFO("verify: " << verify.out << verify.err);
   CHECK(verify.exit_code == 3);
   CHECK(verify.out.find("DAMAGED snapshot " + std::to_string(edit.tampered)) != std::string::npos);
+  // The summary counts the damaged snapshots beside the damaged chunks (an edit of a map or a
+  // size damages no chunk in the packs).
+  const size_t damaged = edit.untouched.size() == 1 ? 2 : 1;
+  CHECK(verify.out.find(std::to_string(damaged) + (damaged == 1 ? " snapshot" : " snapshots") +
+                        " damaged (") != std::string::npos);
+  if (what != "point a chunk row elsewhere") {
+    CHECK(verify.out.find("; 0 chunks damaged, ") != std::string::npos);
+  }
   for (int64_t id : edit.untouched) {
     CHECK(verify.out.find("DAMAGED snapshot " + std::to_string(id)) == std::string::npos);
     RunResult clean = repo.Wb({"verify", "--snapshot", std::to_string(id)});
