@@ -67,7 +67,9 @@ void PrintReport(const pipeline::PruneReport& r, const PruneCommandOptions& opts
 
 Status RunPrune(const PruneCommandOptions& opts) {
   pipeline::PruneOptions options;
-  WB_ASSIGN_OR_RETURN(options.max_unused, pipeline::ParseUnusedLimit(opts.max_unused));
+  Result<pipeline::UnusedLimit> max_unused = pipeline::ParseUnusedLimit(opts.max_unused);
+  if (!max_unused.ok()) return max_unused.status().WithContext("--max-unused");
+  options.max_unused = *max_unused;
   options.dry_run = opts.dry_run;
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kExclusive));
   ProgressLine progress(!opts.json);

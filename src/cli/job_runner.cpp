@@ -60,6 +60,7 @@ RepoFlags RepoFlagsFor(const jobs::RepositoryConfig& repo, const jobs::JobConfig
   flags.password_file = repo.password_file;
   flags.key_file = repo.key_file;
   flags.lock_wait = job.lock_wait;
+  flags.lock_wait_setting = "lock_wait in the config file";
   flags.command = "run " + job.name;
   return flags;
 }

@@ -125,6 +125,7 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   Result<std::chrono::nanoseconds> wait = ParseDuration(flags.lock_wait, "s");
   if (!wait.ok()) return wait.status().WithContext("--lock-wait");
   lock.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
+  lock.wait_setting = flags.lock_wait_setting;
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   pipeline::Credentials credentials;
   const RepoFlags resolved = WithEnvironment(flags);

@@ -25,7 +25,8 @@ struct RepoFlags {
   std::string password_file;
   std::string key_file;
   std::string lock_wait = "0";  // --lock-wait: how long to wait for another command's lock
-  std::string command;          // the verb, named in the lock's holder line
+  std::string lock_wait_setting = "--lock-wait";  // where lock_wait came from (for messages)
+  std::string command;                            // the verb, named in the lock's holder line
 };
 
 void AddRepoFlags(CLI::App* command, RepoFlags* flags);

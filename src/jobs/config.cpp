@@ -62,7 +62,7 @@ Status CheckSecretFile(const Place& at, const std::string& path) {
   struct stat st {};
   if (path.empty() || path[0] != '/') return at.Error("'" + path + "' must be an absolute path");
   if (::stat(path.c_str(), &st) != 0) {
-    return at.Error(path + ": " + Status::FromErrno(errno, "").message());
+    return at.Error(Status::FromErrno(errno, path).message());
   }
   if (!S_ISREG(st.st_mode)) return at.Error(path + " is not a regular file");
   if ((st.st_mode & 077) != 0) {

@@ -15,7 +15,7 @@ Result<UnusedLimit> ParseUnusedLimit(const std::string& text) {
     return limit;
   }
   const auto bad = [&] {
-    return Status::InvalidArgument("--max-unused '" + text +
+    return Status::InvalidArgument("'" + text +
                                    "' is not a share (5%), a size (200M) or 'unlimited'");
   };
   if (!text.empty() && text.back() == '%') {

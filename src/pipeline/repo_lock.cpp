@@ -106,7 +106,10 @@ std::string Seconds(std::chrono::milliseconds ms) {
 class LockWaiter {
  public:
   LockWaiter(const std::string& repo, const LockOptions& options)
-      : repo_(repo), wait_(options.wait), deadline_(Clock::now() + options.wait) {}
+      : repo_(repo),
+        wait_(options.wait),
+        wait_setting_(options.wait_setting),
+        deadline_(Clock::now() + options.wait) {}
 
   // flock(fd, op); when it cannot be had in time, Busy naming `holder()` (who is in the way).
   Status Take(int fd, int op, const std::function<std::string()>& holder) const {
@@ -129,12 +132,13 @@ class LockWaiter {
     msg += who;
     msg += "; gave up after ";
     msg += Seconds(wait_);
-    msg += " (--lock-wait)";
+    msg += " (" + wait_setting_ + ")";
     return Status::Busy(msg);
   }
 
   std::string repo_;
   std::chrono::milliseconds wait_;
+  std::string wait_setting_;
   Clock::time_point deadline_;
 };
 

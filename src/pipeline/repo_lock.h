@@ -27,8 +27,9 @@ namespace wanbackup::pipeline {
 enum class LockKind { kShared, kWriter, kExclusive };
 
 struct LockOptions {
-  std::string command = "wanbackup";  // named in the holder line ("prune", "restore" ...)
-  std::chrono::milliseconds wait{0};  // how long to keep trying before giving up
+  std::string command = "wanbackup";         // named in the holder line ("prune", "restore" ...)
+  std::chrono::milliseconds wait{0};         // how long to keep trying before giving up
+  std::string wait_setting = "--lock-wait";  // where the user sets `wait` (named on giving up)
 };
 
 class RepoLock {
