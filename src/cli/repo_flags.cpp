@@ -131,9 +131,16 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   const RepoFlags resolved = WithEnvironment(flags);
   credentials.key_file = resolved.key_file;
   if (config.mode == pipeline::EncryptionMode::kPassphrase) {
-    WB_ASSIGN_OR_RETURN(credentials.passphrase,
-                        ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
-                                       "Passphrase for " + path + ": ", false));
+    Result<Secret> passphrase = ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
+                                               "Passphrase for " + path + ": ", false);
+    if (!passphrase.ok() && !resolved.key_file.empty() && resolved.password_file.empty()) {
+      // The key file given is not what this repository takes: say that, not only what is missing.
+      return passphrase.status().WithContext(path +
+                                             " is unlocked by a passphrase, not a key file "
+                                             "(--key-file or $WANBACKUP_KEY_FILE is not used)");
+    }
+    if (!passphrase.ok()) return passphrase.status();
+    credentials.passphrase = std::move(*passphrase);
   }
   auto repo = pipeline::Repository::Open(path, credentials, mode, lock);
   if (repo.ok() && used != nullptr) *used = std::move(credentials);

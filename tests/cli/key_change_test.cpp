@@ -14,6 +14,7 @@
 
 using wanbackup::testing::Local;
 using wanbackup::testing::Run;
+using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::ScratchRepo;
 
@@ -69,6 +70,15 @@ TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses
            r.err.find("out of range") != std::string::npos));
   }
   CHECK(Kdf(s.repo).at("memlimit").get<uint64_t>() == 160u << 20);  // nothing changed
+
+  // A key file given to a passphrase repository: the error says which credential it takes.
+  std::ofstream(s.dir + "/some.key") << "not this repository's key\n";
+  RunOptions key_only;
+  key_only.env = {{"WANBACKUP_KEY_FILE", s.dir + "/some.key"}};
+  RunResult wrong_kind = Run({WB_WANBACKUP_BIN, "snapshots", "--repo", s.repo}, key_only);
+  INFO(wrong_kind.err);
+  CHECK(wrong_kind.exit_code == 2);
+  CHECK(wrong_kind.err.find("is unlocked by a passphrase, not a key file") != std::string::npos);
 }
 
 TEST_CASE("cli: key change --help gives the KDF defaults, the rule and an example", "[cli]") {
