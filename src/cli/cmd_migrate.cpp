@@ -40,7 +40,8 @@ void RegisterMigrate(CLI::App& app, Runner* runner) {
       "authenticated, in the packs), records the settings config.json must agree with in the\n"
       "catalog, and rewrites config.json authenticated. Chunks are not rewritten. Each chunk a\n"
       "snapshot names is checked against its pack first. Safe to interrupt and run again.\n"
-      "Takes the writer lock. Other commands refuse a format-1 repository and name this one.\n"
+      "Runs alone (exclusive lock). Other commands refuse a format-1 repository and name\n"
+      "this one.\n"
       "\nEXAMPLES:\n"
       "  wanbackup migrate --repo /backup/db && wanbackup verify --repo /backup/db");
   cmd->callback([opts, runner] { *runner = [opts] { return RunMigrate(*opts); }; });

@@ -85,7 +85,7 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
       "old one: packs, chunks, and every complete snapshot with its id, source, tag, times,\n"
       "sizes and chunk map, taken from the snapshot's sealed record. The new catalog replaces\n"
       "the old one only when it is complete; the old file is kept as catalog.db.damaged-TIME.\n"
-      "The job history is not in the packs and starts afresh. Takes the writer lock.\n"
+      "The job history is not in the packs and starts afresh. Runs alone (exclusive lock).\n"
       "Exit status 3 when records were damaged or a snapshot could not be rebuilt (named).\n"
       "\nEXAMPLES:\n"
       "  wanbackup repair catalog --repo /backup/db\n"
