@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -23,6 +25,7 @@ namespace {
 
 constexpr const char kDefaultUnitDir[] = "/etc/systemd/system";
 constexpr const char kShippedBinary[] = "/usr/local/bin/wanbackup";
+constexpr const char kDefaultConfigNote[] = "$WANBACKUP_CONFIG or /etc/wanbackup/wanbackup.toml";
 
 struct ScheduleCommandOptions {
   std::string job;
@@ -136,9 +139,35 @@ Status Systemctl(const std::vector<std::string>& args) {
                          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
 }
 
+// Jobs installed by a wanbackup before 2026-11-27 had their config file in the shared template,
+// which this install rewrote: each such job (a schedule drop-in without a config drop-in) now
+// reads $WANBACKUP_CONFIG or the default, so name them.
+void WarnAboutOlderInstalls(const std::string& unit_dir, const std::string& job) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(unit_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = "wanbackup@", suffix = ".timer.d";
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string other =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (other == job ||
+        std::filesystem::exists(unit_dir + "/wanbackup@" + other + ".service.d/config.conf", ec)) {
+      continue;
+    }
+    PrintWarning("job " + other +
+                 " was installed by an older wanbackup, whose config file was in " +
+                 "the shared wanbackup@.service; it now reads " + kDefaultConfigNote +
+                 ": run 'wanbackup schedule " + other + " --install --config FILE' again");
+  }
+}
+
 Status Install(const ScheduleCommandOptions& opts, const std::vector<UnitFile>& units) {
   for (const UnitFile& u : units)
     WB_RETURN_IF_ERROR(WriteUnit(opts.unit_dir, u));
+  WarnAboutOlderInstalls(opts.unit_dir, opts.job);
   const std::string timer = "wanbackup@" + opts.job + ".timer";
   struct stat st {};
   if (opts.unit_dir != kDefaultUnitDir || ::stat("/run/systemd/system", &st) != 0) {
@@ -162,6 +191,12 @@ Status RunSchedule(const ScheduleCommandOptions& opts) {
   if (job->schedule.empty()) {
     return Status::InvalidArgument("job '" + job->name + "' has no schedule key in " + config_path +
                                    " (e.g. schedule = \"*-*-* 01:30:00\")");
+  }
+  if (std::any_of(config_path.begin(), config_path.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    return Status::InvalidArgument(
+        "the config file's path holds a control character; a unit or "
+        "crontab line cannot name it: move the file");
   }
   if (opts.cron) {
     WB_ASSIGN_OR_RETURN(jobs::CalendarSpec spec, jobs::ParseCalendar(job->schedule));

@@ -2,6 +2,7 @@
 // history, the dry run, and bad configs. The WAN and the generated units: integration/jobs_test.
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -102,7 +103,7 @@ TEST_CASE("run: --dry-run says what each step would do and changes nothing", "[j
   REQUIRE(::unlink(s.image.c_str()) == 0);
   const RunResult missing = s.Wb({"run", "disk", "--dry-run"});
   CHECK(missing.exit_code == 6);
-  CHECK(missing.err.find("job disk: cannot open its source " + s.image) != std::string::npos);
+  CHECK(missing.err.find("job disk: its source: cannot open " + s.image) != std::string::npos);
   CHECK(TreeContents(s.repo.path()) == before);
 }
 
@@ -157,6 +158,15 @@ TEST_CASE("schedule: systemd units from conf/ with the job's schedule, or a cron
   CHECK(cron.exit_code == 0);
   CHECK(cron.out.find("\n0 22 * * 1,2,3,4,5 root " + std::string(WB_WANBACKUP_BIN) +
                       " run disk --config " + s.config + " --quiet\n") != std::string::npos);
+  // --install next to a job installed by an older wanbackup (its config file was in the shared
+  // template, now rewritten): that job is named, with what to run.
+  const std::string units_dir = s.dir / "units";
+  std::filesystem::create_directories(units_dir + "/wanbackup@old.timer.d");
+  const RunResult install = s.Wb({"schedule", "disk", "--install", "--unit-dir", units_dir});
+  CHECK(install.exit_code == 0);
+  CHECK(install.err.find("job old was installed by an older wanbackup") != std::string::npos);
+  CHECK(install.err.find("job disk was") == std::string::npos);
+  CHECK(std::filesystem::exists(units_dir + "/wanbackup@disk.service.d/config.conf"));
   s.Write("schedule = \"Sat *-*-1..7 03:00\"\n");
   const RunResult no_cron = s.Wb({"schedule", "disk", "--cron"});
   CHECK(no_cron.exit_code != 0);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -55,6 +56,23 @@ std::vector<std::string> ExecStart(const std::string& unit, const std::string& i
   return {};
 }
 
+// The variables a unit's Environment="K=V" lines set, unquoted as systemd does (\\, \" and %%).
+std::map<std::string, std::string> UnitEnvironment(const std::string& unit) {
+  std::map<std::string, std::string> env;
+  std::istringstream in(unit);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Environment=\"", 0) != 0 || line.back() != '"') continue;
+    std::string value;
+    for (size_t i = 13; i + 1 < line.size(); ++i) {
+      if ((line[i] == '\\' || line[i] == '%') && i + 2 < line.size()) ++i;
+      value += line[i];
+    }
+    const size_t eq = value.find('=');
+    if (eq != std::string::npos) env[value.substr(0, eq)] = value.substr(eq + 1);
+  }
+  return env;
+}
+
 // A job through the WAN under sanitizers takes more than the default minute.
 wanbackup::testing::RunOptions Long() {
   wanbackup::testing::RunOptions o;
@@ -89,7 +107,11 @@ TEST_CASE("jobs: a job runs from its generated systemd service and crontab line 
       ExecStart(ReadAll(dir / "units/wanbackup@.service"), "db");
   REQUIRE(service.size() >= 3);
   CHECK(service[1] == "run");
-  Ok(bed.InSiteA(service, Long()));
+  // The config file is the job's own drop-in (the template is shared by every job).
+  wanbackup::testing::RunOptions as_systemd = Long();
+  as_systemd.env = UnitEnvironment(ReadAll(dir / "units/wanbackup@db.service.d/config.conf"));
+  CHECK(as_systemd.env["WANBACKUP_CONFIG"] == config);
+  Ok(bed.InSiteA(service, as_systemd));
 
   // cron: the line `schedule --cron` prints, its command run by a shell as cron would.
   const std::string cron_out =
