@@ -39,7 +39,10 @@ const char* StatusText(catalog::SnapshotStatus s, bool writer_running) {
 Status RunSnapshots(const SnapshotsCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> list, repo->catalog().Snapshots(opts.all));
-  const bool writer_running = pipeline::WriterRunning(repo->path());
+  const bool any_running = std::any_of(list.begin(), list.end(), [](const auto& s) {
+    return s.status == catalog::SnapshotStatus::kRunning;
+  });
+  const bool writer_running = any_running && pipeline::WriterRunning(repo->path());
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& s : list) {

@@ -30,21 +30,12 @@ std::string LunName(const std::string& spec) {
   return url->target + "/" + std::to_string(*url->lun);
 }
 
-// True when another process holds the repository's writer lock (a snapshot running now).
-bool WriterActive(const pipeline::Repository& repo) {
-  pipeline::LockOptions probe;
-  probe.command = "restore (checking for a running snapshot)";
-  Result<std::unique_ptr<pipeline::RepoLock>> lock =
-      pipeline::RepoLock::Acquire(repo.path(), pipeline::LockKind::kWriter, probe);
-  return !lock.ok() && lock.status().code() == StatusCode::kBusy;
-}
-
 Status RefuseSourceOf(pipeline::Repository& repo, const std::string& to, int64_t snapshot_id,
                       bool check_running) {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
   for (const catalog::SnapshotInfo& s : all) {
     const bool running = check_running && s.status == catalog::SnapshotStatus::kRunning &&
-                         SameTarget(s.source, to) && WriterActive(repo);
+                         SameTarget(s.source, to) && pipeline::WriterRunning(repo.path());
     if ((s.id == snapshot_id && SameTarget(s.source, to)) || running) {
       return Status::InvalidArgument(
           to + " is the source of snapshot " + std::to_string(s.id) +

@@ -88,7 +88,9 @@ bool WriterRunning(const std::string& repo_path) {
   const std::string path = repo_path + "/lock";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  // Shared: it conflicts with a writer's exclusive lock, works on a read-only descriptor (also
+  // where flock is emulated with byte-range locks, NFS), and two probes do not block each other.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);  // releases it if we took it
   return held;
 }

@@ -53,6 +53,8 @@ class RepoLock {
 
 // Whether some process holds REPO/lock now (a writer is running). false when the lock file
 // cannot be opened. A snapshot the catalog calls running while no writer is alive was killed.
+// The probe holds a shared lock on REPO/lock for an instant, and a writer starting in that
+// instant with no --lock-wait is refused: call it only when a running row needs the answer.
 bool WriterRunning(const std::string& repo_path);
 
 // "wanbackup pid 123 on host1 running 'prune' since 2026-05-01T10:00:00Z" for this process.
