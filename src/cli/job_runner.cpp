@@ -1,6 +1,5 @@
 #include "cli/job_runner.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "cli/snapshot_source.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
+#include "pipeline/file_source.h"
 #include "pipeline/forget.h"
 #include "pipeline/prune.h"
 #include "pipeline/retention.h"
@@ -402,12 +402,10 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
   const RepoFlags flags = RepoFlagsFor(repository, job);
   { WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead)); }
   const bool remote = initiator::LooksLikeIscsiUrl(job.source);
-  if (!remote) {  // a local source must be there and readable now, as the run will need it
-    const int fd = ::open(job.source.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return Status::FromErrno(errno, "job " + job.name + ": cannot open its source " + job.source);
-    }
-    ::close(fd);
+  if (!remote) {  // a local source must open now as the run will open it (a file or a device)
+    Result<std::unique_ptr<pipeline::FileSource>> opened =
+        pipeline::FileSource::Open(job.source, 1);
+    if (!opened.ok()) return opened.status().WithContext("job " + job.name + ": its source");
   }
   History history(repository.path);
   const std::vector<catalog::JobRun> runs = history.Runs("", 1000000);
