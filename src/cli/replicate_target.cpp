@@ -132,10 +132,13 @@ Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const Replicat
   // files like any other.
   struct stat st {};
   if (!initiator::LooksLikeIscsiUrl(request.to) && request.to.rfind("/dev/", 0) == 0 &&
-      ::stat(request.to.c_str(), &st) != 0 && InDeviceFilesystem(request.to)) {
-    return Status::FromErrno(errno, request.to +
-                                        " is not there (a device that is not "
-                                        "attached or active?); nothing was written");
+      ::stat(request.to.c_str(), &st) != 0) {
+    const int missing = errno;  // before InDeviceFilesystem's own stat calls
+    if (InDeviceFilesystem(request.to)) {
+      return Status::FromErrno(missing, request.to +
+                                            " is not there (a device that is not "
+                                            "attached or active?); nothing was written");
+    }
   }
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(request.to, snap.size_bytes, ExistingFile::kInPlace, request.target,

@@ -51,7 +51,12 @@ std::string AbsoluteLocalPath(const std::string& spec) {
   }
   std::error_code ec;
   const std::filesystem::path absolute = std::filesystem::absolute(spec, ec);
-  return ec ? spec : absolute.lexically_normal().string();
+  if (ec) return spec;
+  // "a/../b" names b only when a is no symlink: keep ".." for the kernel to resolve.
+  for (const auto& part : absolute) {
+    if (part == "..") return absolute.string();
+  }
+  return absolute.lexically_normal().string();
 }
 
 Result<OpenedSource> OpenSource(const std::string& spec, const TargetFlags& target,

@@ -24,7 +24,8 @@ enum class SourceUse { kData, kReadBack };
 
 // A local path as it is recorded (a snapshot's source, a replica's target): made absolute
 // against the working directory, lexically ("a.img" and "/srv/img/a.img" are one disk for
-// retention), without resolving symlinks, so a stable name such as /dev/disk/by-id/... stays.
+// retention), without resolving symlinks, so a stable name such as /dev/disk/by-id/... stays
+// (and "./" and "//" go, but ".." stays: behind a symlink it is not lexical).
 // iSCSI URLs, "-" and "" are returned unchanged.
 std::string AbsoluteLocalPath(const std::string& spec);
 
