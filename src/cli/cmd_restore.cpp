@@ -1,5 +1,6 @@
 // wanbackup restore SNAPSHOT --to PATH|URL: write a snapshot to a file, block device, stdout or
 // an iSCSI LUN.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,11 +100,13 @@ Status RunRestore(const RestoreCommandOptions& opts) {
     // half-written stays under the asked name. A device or LUN keeps what was written (a
     // replaced file was written through a temporary one and is untouched).
     std::string left;
+    struct stat st {};
     if (opened.created) {
       opened.sink.reset();
       left = ::unlink(opts.to.c_str()) == 0 ? "; the partial " + opts.to + " was removed"
                                             : "; " + opts.to + " is incomplete: do not use it";
-    } else if (opts.to != "-" && !opts.force) {
+    } else if (opened.lun != nullptr ||
+               (::stat(opts.to.c_str(), &st) == 0 && S_ISBLK(st.st_mode))) {
       left = "; " + opts.to + " is incomplete: do not use it";
     }
     return result.status().WithContext("restore stopped").WithSuffix(left);
