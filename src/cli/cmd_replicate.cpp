@@ -9,6 +9,7 @@
 #include "cli/console.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
+#include "cli/source_open.h"
 #include "cli/tuning_flags.h"
 #include "pipeline/snapshot_check.h"
 
@@ -33,7 +34,7 @@ Status RunReplicate(const ReplicateCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo snap, ResolveSnapshot(*repo, opts.snapshot));
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   ReplicateRequest request;
-  request.to = opts.to;
+  request.to = AbsoluteLocalPath(opts.to);  // the replica's name in `replicas`
   request.check = opts.check;
   request.progress = !opts.json;
   request.target = opts.target;

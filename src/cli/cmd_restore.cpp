@@ -62,6 +62,21 @@ Status Verify(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
   return pipeline::CheckRestored(repo, snap, *lun.source);
 }
 
+// After a failed restore: what became of the destination, as the end of the error line. A file
+// this run created holds only part of the snapshot: it goes, so that nothing half-written stays
+// under the asked name. A device or LUN keeps what was written (a replaced file was written
+// through a temporary one and is untouched).
+std::string LeftBehind(OpenedSink* opened, const std::string& to) {
+  struct stat st {};
+  if (opened->created) {
+    opened->sink.reset();
+    if (::unlink(to.c_str()) == 0) return "; the partial " + to + " was removed";
+  } else if (opened->lun == nullptr && (::stat(to.c_str(), &st) != 0 || !S_ISBLK(st.st_mode))) {
+    return "";
+  }
+  return "; " + to + " is incomplete: do not use it";
+}
+
 Status RunRestore(const RestoreCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
   WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo snap, ResolveSnapshot(*repo, opts.snapshot));
@@ -96,20 +111,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   Result<pipeline::RestoreResult> result = pipeline::RestoreSnapshot(*repo, snap, *sink, options);
   progress.Clear();
   if (!result.ok()) {
-    // A file this run created holds only part of the snapshot: it goes, so that nothing
-    // half-written stays under the asked name. A device or LUN keeps what was written (a
-    // replaced file was written through a temporary one and is untouched).
-    std::string left;
-    struct stat st {};
-    if (opened.created) {
-      opened.sink.reset();
-      left = ::unlink(opts.to.c_str()) == 0 ? "; the partial " + opts.to + " was removed"
-                                            : "; " + opts.to + " is incomplete: do not use it";
-    } else if (opened.lun != nullptr ||
-               (::stat(opts.to.c_str(), &st) == 0 && S_ISBLK(st.st_mode))) {
-      left = "; " + opts.to + " is incomplete: do not use it";
-    }
-    return result.status().WithContext("restore stopped").WithSuffix(left);
+    return result.status().WithContext("restore stopped").WithSuffix(LeftBehind(&opened, opts.to));
   }
   bool verified = false;
   if (opts.verify) {

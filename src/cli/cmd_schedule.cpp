@@ -153,14 +153,17 @@ void WarnAboutOlderInstalls(const std::string& unit_dir, const std::string& job)
     }
     const std::string other =
         name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (other == job ||
-        std::filesystem::exists(unit_dir + "/wanbackup@" + other + ".service.d/config.conf", ec)) {
+    std::string dropin = unit_dir + "/wanbackup@";
+    dropin += other + ".service.d/config.conf";
+    if (other == job || std::filesystem::exists(dropin, ec)) {
       continue;
     }
-    PrintWarning("job " + other +
-                 " was installed by an older wanbackup, whose config file was in " +
-                 "the shared wanbackup@.service; it now reads " + kDefaultConfigNote +
-                 ": run 'wanbackup schedule " + other + " --install --config FILE' again");
+    std::string warning = "job " + other;
+    warning += " was installed by an older wanbackup, whose config file was in the shared ";
+    warning += "wanbackup@.service; it now reads ";
+    warning += kDefaultConfigNote;
+    warning += ": run 'wanbackup schedule " + other + " --install --config FILE' again";
+    PrintWarning(warning);
   }
 }
 

@@ -166,10 +166,8 @@ Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const Replicat
 
 Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                                            const catalog::SnapshotInfo& snap,
-                                           const ReplicateRequest& given) {
-  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(given.tuning));  // before any login
-  ReplicateRequest request = given;
-  request.to = AbsoluteLocalPath(given.to);  // the replica's name in `replicas`
+                                           const ReplicateRequest& request) {
+  WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(request.tuning));  // before any login
   // Running rows are stale here: replicate holds the writer lock a running snapshot would hold.
   WB_RETURN_IF_ERROR(RefuseSourceOf(repo, request.to, snap.id, false));
   if (request.to == "-") {
