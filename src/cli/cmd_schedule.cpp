@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <climits>
@@ -146,9 +147,9 @@ void WarnAboutOlderInstalls(const std::string& unit_dir, const std::string& job)
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(unit_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const std::string prefix = "wanbackup@", suffix = ".timer.d";
-    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    const std::string_view prefix = "wanbackup@", suffix = ".timer.d";
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+        !name.ends_with(suffix)) {
       continue;
     }
     const std::string other =
