@@ -26,34 +26,49 @@ std::string CostText(const pipeline::KdfParams& kdf) {
   return "Argon2id " + FormatBytes(kdf.memlimit) + ", " + std::to_string(kdf.opslimit) + " passes";
 }
 
-// The cost asked for, from the repository's current one; refused (before any passphrase is
-// asked for or Argon2id run) when it would lower it or leave the allowed range.
-Result<std::optional<pipeline::KdfParams>> RequestedCost(const KeyChangeOptions& opts) {
-  if (opts.kdf_memory.empty() && opts.kdf_ops == 0) return std::optional<pipeline::KdfParams>();
+bool CostAsked(const KeyChangeOptions& opts) {
+  return !opts.kdf_memory.empty() || opts.kdf_ops != 0;
+}
+
+// The cost asked for, from `base` (what the passphrase would get without --kdf-*); refused when
+// it would lower it or leave the allowed range.
+Result<pipeline::KdfParams> RequestedCost(const KeyChangeOptions& opts,
+                                          const pipeline::KdfParams& base) {
   if (!opts.new_key_file.empty()) {
     return Status::InvalidArgument(
         "--kdf-memory and --kdf-ops set a passphrase's cost; a key file has none");
   }
-  WB_ASSIGN_OR_RETURN(std::string path, RepoPath(opts.repo));
-  WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
-  pipeline::KdfParams cost = config.kdf;
+  pipeline::KdfParams cost = base;
   if (!opts.kdf_memory.empty()) {
     Result<uint64_t> memory = ParseSize(opts.kdf_memory);
     if (!memory.ok()) return memory.status().WithContext("--kdf-memory");
     cost.memlimit = *memory;
   }
   if (opts.kdf_ops != 0) cost.opslimit = opts.kdf_ops;
-  WB_RETURN_IF_ERROR(pipeline::CheckKdfRaise(config.kdf, cost));
-  return std::optional<pipeline::KdfParams>(cost);
+  WB_RETURN_IF_ERROR(pipeline::CheckKdfRaise(base, cost));
+  return cost;
 }
 
 Status RunKeyChange(const KeyChangeOptions& opts) {
   if (!opts.new_key_file.empty() && !opts.new_password_file.empty()) {
     return Status::InvalidArgument("give --new-password-file or --new-key-file, not both");
   }
-  WB_ASSIGN_OR_RETURN(std::optional<pipeline::KdfParams> cost, RequestedCost(opts));
+  // A cost that is refused is refused before the current passphrase is asked for; under a key
+  // file (nothing to ask) the base is the catalog's floor, known once the repository is open.
+  std::optional<pipeline::KdfParams> cost;
+  if (CostAsked(opts)) {
+    WB_ASSIGN_OR_RETURN(std::string path, RepoPath(opts.repo));
+    WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+    if (config.mode == pipeline::EncryptionMode::kPassphrase || !opts.new_key_file.empty()) {
+      WB_ASSIGN_OR_RETURN(cost, RequestedCost(opts, config.kdf));
+    }
+  }
   pipeline::Credentials current;
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite, &current));
+  if (CostAsked(opts) && !cost.has_value()) {
+    WB_ASSIGN_OR_RETURN(const pipeline::KdfParams base, repo->PassphraseCost());
+    WB_ASSIGN_OR_RETURN(cost, RequestedCost(opts, base));
+  }
   pipeline::Credentials next;
   pipeline::EncryptionMode mode = pipeline::EncryptionMode::kPassphrase;
   const char* new_env = std::getenv("WANBACKUP_NEW_PASSWORD");
@@ -91,8 +106,10 @@ std::string ChangeFooter() {
          "memory free on every machine that opens the repository (the restore host too).\n"
          "The cost can only be raised, never lowered (exit status 2), up to " +
          FormatBytes(pipeline::kMaxKdfMemory) + "\nand " + std::to_string(pipeline::kMaxKdfOps) +
-         " passes. With --kdf-* and no new passphrase (no --new-password-file,\n"
-         "no $WANBACKUP_NEW_PASSWORD), the current passphrase stays, under the new cost.\n"
+         " passes. A passphrase set after a key file starts at the highest cost\n"
+         "an earlier passphrase had. With --kdf-* and no new passphrase (no\n"
+         "--new-password-file, no $WANBACKUP_NEW_PASSWORD), the current passphrase stays,\n"
+         "under the new cost.\n"
          "\nEXAMPLES:\n"
          "  wanbackup key change --repo /backup/db-repo\n"
          "  wanbackup key change --repo /backup/db-repo --kdf-memory 1G --kdf-ops 4\n"

@@ -587,6 +587,19 @@ Status Repository::LoadPacks() {
   return Status::Ok();
 }
 
+Result<KdfParams> Repository::PassphraseCost() {
+  if (config_.mode == EncryptionMode::kPassphrase) return config_.kdf;
+  // Under a key file config.json holds no cost, but the catalog keeps the floor an earlier
+  // passphrase was given: a new passphrase starts there, or the cost would fall by going to a
+  // key file and back.
+  KdfParams cost;
+  WB_ASSIGN_OR_RETURN(const std::string ops, catalog_->GetSetting(kSettingKdfOps));
+  WB_ASSIGN_OR_RETURN(const std::string mem, catalog_->GetSetting(kSettingKdfMem));
+  cost.opslimit = std::max(cost.opslimit, ParseSetting(ops));
+  cost.memlimit = std::max(cost.memlimit, ParseSetting(mem));
+  return cost;
+}
+
 Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials,
                              const std::optional<KdfParams>& kdf) {
   if (!writer()) return Status::Internal("ChangeKey needs the repository opened for writing");
@@ -599,11 +612,12 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
   updated.mode = mode;
   SecureKey kek;
   if (mode == EncryptionMode::kPassphrase) {
+    WB_ASSIGN_OR_RETURN(const KdfParams current, PassphraseCost());
     updated.kdf = NewKdfParams();
-    updated.kdf.opslimit = config_.kdf.opslimit;
-    updated.kdf.memlimit = config_.kdf.memlimit;
+    updated.kdf.opslimit = current.opslimit;
+    updated.kdf.memlimit = current.memlimit;
     if (kdf.has_value()) {
-      WB_RETURN_IF_ERROR(CheckKdfRaise(config_.kdf, *kdf));
+      WB_RETURN_IF_ERROR(CheckKdfRaise(current, *kdf));
       updated.kdf.opslimit = kdf->opslimit;
       updated.kdf.memlimit = kdf->memlimit;
     }

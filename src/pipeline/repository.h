@@ -119,6 +119,9 @@ class Repository {
   // REQUIRES: opened with kWrite.
   Status ChangeKey(EncryptionMode mode, const Credentials& credentials,
                    const std::optional<KdfParams>& kdf = std::nullopt);
+  // The Argon2id cost a passphrase gets when none is asked for: the current one, or, under a key
+  // file, the highest an earlier passphrase had (at least the defaults).
+  Result<KdfParams> PassphraseCost();
 
  private:
   Repository() = default;

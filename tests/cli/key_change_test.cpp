@@ -81,6 +81,38 @@ TEST_CASE("cli: key change raises the KDF cost, keeps the passphrase and refuses
   CHECK(wrong_kind.err.find("is unlocked by a passphrase, not a key file") != std::string::npos);
 }
 
+TEST_CASE("cli: a passphrase set after a key file keeps the cost an earlier passphrase had",
+          "[cli]") {
+  ScratchRepo s{"keyround"};
+  REQUIRE(Local({"init", s.repo}).exit_code == 0);
+  REQUIRE(Local({"key", "change", "--repo", s.repo, "--kdf-memory", "160M", "--kdf-ops", "4"})
+              .exit_code == 0);
+  const std::string key = s.dir + "/repo.key";
+  RunResult to_key = Local({"key", "change", "--repo", s.repo, "--new-key-file", key});
+  INFO(to_key.err);
+  REQUIRE(to_key.exit_code == 0);
+
+  RunOptions by_key;
+  by_key.env = {{"WANBACKUP_KEY_FILE", key}, {"WANBACKUP_NEW_PASSWORD", "a new passphrase"}};
+  // Asking for less than the earlier passphrase had is refused under the key file too.
+  RunResult lower =
+      Run({WB_WANBACKUP_BIN, "key", "change", "--repo", s.repo, "--kdf-memory", "150M"}, by_key);
+  INFO(lower.err);
+  CHECK(lower.exit_code == 2);
+  CHECK(lower.err.find("can only be raised") != std::string::npos);
+
+  RunResult back = Run({WB_WANBACKUP_BIN, "key", "change", "--repo", s.repo}, by_key);
+  INFO(back.err);
+  REQUIRE(back.exit_code == 0);
+  CHECK(back.err.find("160.00 MiB, 4 passes") != std::string::npos);
+  CHECK(Kdf(s.repo).at("memlimit").get<uint64_t>() == 160u << 20);
+  CHECK(Kdf(s.repo).at("opslimit").get<uint64_t>() == 4);
+
+  RunOptions by_new;
+  by_new.env = {{"WANBACKUP_PASSWORD", "a new passphrase"}};
+  CHECK(Run({WB_WANBACKUP_BIN, "snapshots", "--repo", s.repo}, by_new).exit_code == 0);
+}
+
 TEST_CASE("cli: key change --help gives the KDF defaults, the rule and an example", "[cli]") {
   RunResult r = Run({WB_WANBACKUP_BIN, "key", "change", "--help"});
   CHECK(r.exit_code == 0);
