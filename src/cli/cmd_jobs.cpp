@@ -1,6 +1,7 @@
 // wanbackup jobs: the configured jobs, their last runs, state and next run.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/internal/job_run_json.h"
 #include "cli/job_runner.h"
 #include "common/units.h"
 #include "jobs/calendar.h"
@@ -48,16 +50,11 @@ std::string State(const JobView& v) {
 nlohmann::json RunJson(const catalog::JobRun& r) {
   nlohmann::json steps = nlohmann::json::parse(r.steps, nullptr, false);
   if (steps.is_discarded()) steps = nlohmann::json::array();
-  return {{"id", r.id},
-          {"status", r.status},
-          {"started_unix_ms", r.started_unix_ms},
-          {"finished_unix_ms", r.finished_unix_ms},
-          {"pid", r.pid},
-          {"host", r.host},
-          {"snapshot", r.snapshot_id},
-          {"bytes", r.bytes},
-          {"steps", steps},
-          {"error", r.error}};
+  nlohmann::json j = internal::JobRunJson(r, std::move(steps));
+  j["id"] = r.id;
+  j["pid"] = r.pid;
+  j["host"] = r.host;
+  return j;
 }
 
 void PrintJson(const jobs::Config& config, const std::vector<JobView>& views) {
@@ -73,9 +70,12 @@ void PrintJson(const jobs::Config& config, const std::vector<JobView>& views) {
                     {"next_run_unix_ms", v.next_run_unix_ms},
                     {"state", State(v)},
                     {"runs", runs},
-                    {"history_error", v.history_error}});
+                    {"history_error", v.history_error.empty() ? nlohmann::json()
+                                                              : nlohmann::json(v.history_error)}});
   }
-  std::printf("%s\n", nlohmann::json({{"config", config.path}, {"jobs", list}}).dump(2).c_str());
+  // As the user named it, made absolute: a script may run from another directory.
+  const std::string path = std::filesystem::absolute(config.path).lexically_normal().string();
+  std::printf("%s\n", nlohmann::json({{"config", path}, {"jobs", list}}).dump(2).c_str());
 }
 
 std::string RunLine(const catalog::JobRun& r) {

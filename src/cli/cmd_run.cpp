@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/exit_codes.h"
+#include "cli/internal/job_run_json.h"
 #include "cli/job_runner.h"
 #include "jobs/config.h"
 
@@ -33,16 +34,10 @@ void PrintOutcome(const JobOutcome& outcome) {
     steps.push_back(step);
   }
   const catalog::JobRun& r = outcome.run;
-  const nlohmann::json j = {{"job", r.job},
-                            {"run_id", r.id},
-                            {"status", r.status},
-                            {"exit_code", static_cast<int>(ExitCodeFor(outcome.status))},
-                            {"started_unix_ms", r.started_unix_ms},
-                            {"finished_unix_ms", r.finished_unix_ms},
-                            {"snapshot", r.snapshot_id},
-                            {"bytes", r.bytes},
-                            {"steps", steps},
-                            {"error", r.error}};
+  nlohmann::json j = internal::JobRunJson(r, std::move(steps));
+  j["job"] = r.job;
+  j["run_id"] = r.id;
+  j["exit_code"] = static_cast<int>(ExitCodeFor(outcome.status));
   std::printf("%s\n", j.dump(2).c_str());
 }
 

@@ -59,6 +59,7 @@ TEST_CASE(
     last = s.Json({"run", "disk"});
     CHECK(last["status"] == "ok");
     CHECK(last["exit_code"] == 0);
+    CHECK(last["error"].is_null());
   }
   REQUIRE(last["steps"].size() == 5);
   CHECK(last["steps"][0]["step"] == "snapshot");
@@ -83,6 +84,12 @@ TEST_CASE(
   REQUIRE(jobs["jobs"][0]["runs"].size() == 3);
   CHECK(jobs["jobs"][0]["runs"][0]["snapshot"] == last["snapshot"]);
   CHECK(jobs["jobs"][0]["next_run_unix_ms"] == 0);  // no schedule
+  CHECK(jobs["jobs"][0]["history_error"].is_null());
+  // A config named relative to the working directory is reported as an absolute path.
+  const RunResult relative =
+      s.repo.WbIn(s.dir.path(), {"jobs", "--config", "wanbackup.toml", "--json"});
+  REQUIRE(relative.exit_code == 0);
+  CHECK(nlohmann::json::parse(relative.out)["config"] == s.config);
   const RunResult text = s.Wb({"jobs"});
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("disk: ok (repository main") == 0);
@@ -119,6 +126,8 @@ TEST_CASE("run: a failing snapshot fails the run, is recorded, and forgets nothi
   const nlohmann::json jobs = s.Json({"jobs"});
   CHECK(jobs["jobs"][0]["state"] == "failed");
   CHECK(jobs["jobs"][0]["runs"][0]["steps"][1]["status"] == "skipped");
+  CHECK(jobs["jobs"][0]["runs"][0]["snapshot"].is_null());  // none was taken
+  CHECK(jobs["jobs"][0]["runs"][0]["error"].get<std::string>().find(s.image) != std::string::npos);
   CHECK(nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out).size() == 1);
 }
 
