@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/internal/sink_json.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
@@ -108,7 +109,7 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
     internal::AddLunStats(sink, &j);  // a LUN destination: what went over the wire
     // With the data on standard output, the summary goes to standard error.
     std::FILE* out = opts.destination == "-" ? stderr : stdout;
-    std::fprintf(out, "%s\n", j.dump().c_str());
+    OutputJson(j, -1, out);
     return;
   }
   std::string line = "copied " + FormatBytes(r.bytes) + " in " + FormatDuration(r.elapsed) + " (" +

@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/repo_flags.h"
 #include "pipeline/forget.h"
 #include "pipeline/retention.h"
@@ -173,7 +174,7 @@ void PrintJson(const ForgetPlan& plan, const std::vector<int64_t>& forgotten, bo
                       {"forgotten", forgotten},
                       {"sources", sources},
                       {"upgraded_format", upgraded}};
-  std::printf("%s\n", j.dump(2).c_str());
+  OutputJson(j, 2);
 }
 
 // One table per source: keep or forget, id, start time, tag, and the rules that keep it.

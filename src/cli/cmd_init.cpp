@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
 
@@ -59,7 +60,7 @@ Status RunInit(InitCommandOptions opts) {
                         {"chunk_size", config.chunk_size},
                         {"compression_level", config.zstd_level},
                         {"encryption", pipeline::EncryptionModeName(config.mode)}};
-    std::printf("%s\n", j.dump().c_str());
+    OutputJson(j);
   } else {
     std::string enc = config.mode == pipeline::EncryptionMode::kPassphrase
                           ? "passphrase (Argon2id), XChaCha20-Poly1305"

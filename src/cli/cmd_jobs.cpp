@@ -13,6 +13,7 @@
 #include "cli/console.h"
 #include "cli/internal/job_run_json.h"
 #include "cli/job_runner.h"
+#include "cli/json_text.h"
 #include "common/units.h"
 #include "jobs/calendar.h"
 #include "jobs/config.h"
@@ -75,7 +76,7 @@ void PrintJson(const jobs::Config& config, const std::vector<JobView>& views) {
   }
   // As the user named it, made absolute: a script may run from another directory.
   const std::string path = std::filesystem::absolute(config.path).lexically_normal().string();
-  std::printf("%s\n", nlohmann::json({{"config", path}, {"jobs", list}}).dump(2).c_str());
+  OutputJson(nlohmann::json({{"config", path}, {"jobs", list}}), 2);
 }
 
 std::string RunLine(const catalog::JobRun& r) {

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
 #include "common/units.h"
@@ -173,7 +174,7 @@ void PrintJson(const initiator::ProbeReport& report, const initiator::TuningRequ
   }
   nlohmann::json out = {
       {"portal", report.portal}, {"discovered", report.discovered}, {"targets", targets}};
-  std::printf("%s\n", out.dump(2).c_str());
+  OutputJson(out, 2);
 }
 
 void PrintHuman(const initiator::ProbeReport& report, const initiator::TuningRequest& tuning) {

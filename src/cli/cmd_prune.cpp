@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
@@ -41,7 +42,7 @@ void PrintJsonReport(const pipeline::PruneReport& r, bool dry_run) {
                       {"unused_after", r.unused_after},
                       {"abandoned_runs", r.abandoned_runs},
                       {"missing_packs", r.missing_packs}};
-  std::printf("%s\n", j.dump(2).c_str());
+  OutputJson(j, 2);
 }
 
 void PrintReport(const pipeline::PruneReport& r, const PruneCommandOptions& opts) {

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
@@ -32,7 +33,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                         {"problems", r.problems},
                         {"old_catalog", r.old_catalog},
                         {"seconds", seconds}};
-    std::printf("%s\n", j.dump(2).c_str());
+    OutputJson(j, 2);
     return;
   }
   for (const std::string& p : r.problems)

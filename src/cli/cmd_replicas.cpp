@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
 
@@ -69,7 +70,7 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
                       {"bytes_written", r.bytes_written},
                       {"chunks_written", r.chunks_written}});
     }
-    std::printf("%s\n", list.dump(2).c_str());
+    OutputJson(list, 2);
     return Status::Ok();
   }
   if (replicas.empty()) {

@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/internal/sink_json.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
@@ -121,7 +122,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   const double secs = std::chrono::duration<double>(result->elapsed).count();
   if (opts.json) {
     const nlohmann::json j = SummaryJson(snap, opened, *result, verified);
-    std::fprintf(opts.to == "-" ? stderr : stdout, "%s\n", j.dump().c_str());
+    OutputJson(j, -1, opts.to == "-" ? stderr : stdout);
   } else {
     PrintInfo("restored snapshot " + std::to_string(snap.id) + " (" + FormatBytes(result->bytes) +
               ") to " + sink->name() + " in " + FormatDuration(result->elapsed) + " (" +

@@ -10,6 +10,7 @@
 #include "cli/exit_codes.h"
 #include "cli/internal/job_run_json.h"
 #include "cli/job_runner.h"
+#include "cli/json_text.h"
 #include "jobs/config.h"
 
 namespace wanbackup::cli {
@@ -38,7 +39,7 @@ void PrintOutcome(const JobOutcome& outcome) {
   j["job"] = r.job;
   j["run_id"] = r.id;
   j["exit_code"] = static_cast<int>(ExitCodeFor(outcome.status));
-  std::printf("%s\n", j.dump(2).c_str());
+  OutputJson(j, 2);
 }
 
 Status RunRun(const RunCommandOptions& opts) {
@@ -47,9 +48,7 @@ Status RunRun(const RunCommandOptions& opts) {
   if (opts.dry_run) {
     WB_ASSIGN_OR_RETURN(std::vector<std::string> plan, PlanJob(config, *job));
     if (opts.json) {
-      std::printf(
-          "%s\n",
-          nlohmann::json({{"job", job->name}, {"dry_run", true}, {"steps", plan}}).dump(2).c_str());
+      OutputJson(nlohmann::json({{"job", job->name}, {"dry_run", true}, {"steps", plan}}), 2);
     } else {
       for (const std::string& line : plan)
         std::printf("%s\n", line.c_str());

@@ -7,11 +7,13 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "cli/snapshot_source.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
+#include "pipeline/snapshotter.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -97,7 +99,7 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
           {"encrypt", r.stages.encrypt},
           {"write", r.stages.write},
           {"catalog", r.stages.catalog}}}};
-    std::printf("%s\n", j.dump().c_str());
+    OutputJson(j);
   } else {
     PrintInfo("snapshot " + std::to_string(i.id) + " of " + i.source + ": " +
               FormatBytes(i.size_bytes) + " in " + FormatDuration(r.elapsed) + " (" +
@@ -150,7 +152,10 @@ void RegisterSnapshot(CLI::App& app, Runner* runner) {
   CLI::App* cmd = app.add_subcommand("snapshot", "Read a LUN or device into the repository");
   cmd->add_option("source", opts->source, "iscsi://host[:port]/target-iqn/lun, or a file/device")
       ->required();
-  cmd->add_option("--tag", opts->tag, "a label for this snapshot");
+  cmd->add_option("--tag", opts->tag,
+                  "a label for this snapshot (printable UTF-8, at most 256 bytes); 'forget "
+                  "--keep-tag' keeps snapshots by it")
+      ->check([](const std::string& tag) { return pipeline::CheckTag(tag).message(); });
   cmd->add_option("--progress", opts->progress, "auto, plain (timestamped lines), or none")
       ->check(CLI::IsMember({"auto", "plain", "none"}))
       ->capture_default_str();

@@ -9,7 +9,9 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/repo_flags.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "pipeline/repo_lock.h"
 
@@ -69,31 +71,32 @@ Status RunSnapshots(const SnapshotsCommandOptions& opts) {
                       : secs > 0 ? nlohmann::json(static_cast<double>(s.size_bytes) / secs)
                                  : nlohmann::json(0.0)}});
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    OutputJson(out, 2);
     return Status::Ok();
   }
   if (list.empty()) {
     std::printf("no snapshots in %s\n", repo->path().c_str());
     return Status::Ok();
   }
-  int tag_width = 8;  // the TAG column is as wide as the longest tag
+  size_t tag_width = 8;  // the TAG column is as wide as the longest tag, in characters
   for (const auto& s : list)
-    tag_width = std::max(tag_width, static_cast<int>(s.tag.size()));
-  std::printf("%-5s %-19s %-11s %-11s %-11s %-11s %-11s %-11s %-*s %s\n", "ID", "STARTED", "SIZE",
-              "NEW", "STORED", "DURATION", "STATUS", "RATE", tag_width, "TAG", "SOURCE");
+    tag_width = std::max(tag_width, CodePoints(s.tag));
+  std::printf("%-5s %-19s %-11s %-11s %-11s %-11s %-11s %-11s %s %s\n", "ID", "STARTED", "SIZE",
+              "NEW", "STORED", "DURATION", "STATUS", "RATE", PadRight("TAG", tag_width).c_str(),
+              "SOURCE");
   for (const auto& s : list) {
     const auto duration =
         std::chrono::milliseconds(std::max<int64_t>(0, s.finished_unix_ms - s.started_unix_ms));
     const double secs = static_cast<double>(duration.count()) / 1e3;
     const bool done = s.status == catalog::SnapshotStatus::kComplete;
     std::printf(
-        "%-5lld %-19s %-11s %-11s %-11s %-11s %-11s %-11s %-*s %s\n", static_cast<long long>(s.id),
+        "%-5lld %-19s %-11s %-11s %-11s %-11s %-11s %-11s %s %s\n", static_cast<long long>(s.id),
         LocalTime(s.started_unix_ms).c_str(), FormatBytes(s.size_bytes).c_str(),
         done ? FormatBytes(s.bytes_new).c_str() : "-",
         done ? FormatBytes(s.bytes_stored).c_str() : "-",
         done ? FormatDuration(duration).c_str() : "-", StatusText(s.status, writer_running),
         done && secs > 0 ? FormatRate(static_cast<double>(s.size_bytes) / secs).c_str() : "-",
-        tag_width, s.tag.empty() ? "-" : s.tag.c_str(), s.source.c_str());
+        PadRight(s.tag.empty() ? "-" : s.tag, tag_width).c_str(), s.source.c_str());
   }
   return Status::Ok();
 }

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
@@ -69,7 +70,7 @@ Status RunVerify(const VerifyCommandOptions& opts) {
                         {"chunks_damaged", report.chunks_damaged},
                         {"bytes_checked", report.bytes_checked},
                         {"damage", damage}};
-    std::printf("%s\n", j.dump(2).c_str());
+    OutputJson(j, 2);
   } else {
     for (const auto& d : report.damage) {
       std::printf("DAMAGED snapshot %lld: LBA %llu+%llu (bytes %llu+%llu): %s\n",

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/metrics_textfile.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
@@ -140,10 +141,12 @@ Status SnapshotStep(Context& ctx, StepOutcome* out) {
                  FormatBytes(i.size_bytes) + " in " + FormatDuration(result->elapsed) + " (" +
                  FormatRate(secs > 0 ? static_cast<double>(i.size_bytes) / secs : 0) + "), " +
                  FormatBytes(i.bytes_new) + " new";
-  out->json = nlohmann::json{{"snapshot", i.id},           {"source", i.source},
-                             {"size_bytes", i.size_bytes}, {"bytes_read", i.bytes_read},
-                             {"bytes_new", i.bytes_new},   {"bytes_stored", i.bytes_stored}}
-                  .dump();
+  out->json = JsonText(nlohmann::json{{"snapshot", i.id},
+                                      {"source", i.source},
+                                      {"size_bytes", i.size_bytes},
+                                      {"bytes_read", i.bytes_read},
+                                      {"bytes_new", i.bytes_new},
+                                      {"bytes_stored", i.bytes_stored}});
   return Status::Ok();
 }
 
@@ -187,7 +190,7 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
   out->summary = std::to_string(done) + " of " + std::to_string(ctx.job.replicate_to.size()) +
                  " replica(s) at snapshot " + std::to_string(ctx.snapshot.id) + ", " +
                  FormatBytes(bytes) + " written";
-  out->json = nlohmann::json{{"replicas", replicas}, {"bytes_written", bytes}}.dump();
+  out->json = JsonText(nlohmann::json{{"replicas", replicas}, {"bytes_written", bytes}});
   return first_error;
 }
 
@@ -223,7 +226,7 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
     list += (list.empty() ? ": " : ", ") + std::to_string(id);
   out->summary = "kept " + std::to_string(mine.size() - forget.size()) + " snapshot(s) of " +
                  ctx.snapshot.source + ", forgot " + std::to_string(forget.size()) + list;
-  out->json = nlohmann::json{{"kept", mine.size() - forget.size()}, {"forgotten", ids}}.dump();
+  out->json = JsonText(nlohmann::json{{"kept", mine.size() - forget.size()}, {"forgotten", ids}});
   return Status::Ok();
 }
 
@@ -269,11 +272,10 @@ Status PruneStep(Context& ctx, StepOutcome* out) {
   out->summary = "freed " + FormatBytes(r.bytes_freed) + " (" + std::to_string(r.packs_removed) +
                  " pack(s) removed, " + std::to_string(r.packs_rewritten) + " rewritten); " +
                  FormatBytes(r.unused_after) + " unused left";
-  out->json = nlohmann::json{{"bytes_freed", r.bytes_freed},
-                             {"packs_removed", r.packs_removed},
-                             {"packs_rewritten", r.packs_rewritten},
-                             {"unused_after", r.unused_after}}
-                  .dump();
+  out->json = JsonText(nlohmann::json{{"bytes_freed", r.bytes_freed},
+                                      {"packs_removed", r.packs_removed},
+                                      {"packs_rewritten", r.packs_rewritten},
+                                      {"unused_after", r.unused_after}});
   return Status::Ok();
 }
 
@@ -302,12 +304,11 @@ Status VerifyStep(Context& ctx, StepOutcome* out) {
                  std::to_string(options.share_of) + ": " + std::to_string(r.chunks_checked) +
                  " chunks (" + FormatBytes(r.bytes_checked) + ") and " +
                  std::to_string(r.snapshots_checked) + " snapshots checked";
-  out->json = nlohmann::json{{"share_part", options.share_part},
-                             {"share_of", options.share_of},
-                             {"chunks_checked", r.chunks_checked},
-                             {"chunks_damaged", r.chunks_damaged},
-                             {"damaged_ranges", r.damage.size()}}
-                  .dump();
+  out->json = JsonText(nlohmann::json{{"share_part", options.share_part},
+                                      {"share_of", options.share_of},
+                                      {"chunks_checked", r.chunks_checked},
+                                      {"chunks_damaged", r.chunks_damaged},
+                                      {"damaged_ranges", r.damage.size()}});
   if (!r.ok()) {
     return Status::Corruption("verify found " + std::to_string(r.chunks_damaged) +
                               " damaged chunk(s) and " + std::to_string(r.damage.size()) +
@@ -323,7 +324,7 @@ std::string StepsJson(const std::vector<StepOutcome>& steps) {
     list.push_back(
         {{"step", s.step}, {"status", s.status}, {"seconds", s.seconds}, {"summary", s.summary}});
   }
-  return list.dump();
+  return JsonText(list);
 }
 
 using StepFn = Status (*)(Context&, StepOutcome*);

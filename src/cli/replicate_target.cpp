@@ -13,6 +13,7 @@
 
 #include "cli/console.h"
 #include "cli/internal/sink_json.h"
+#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
@@ -216,8 +217,7 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
              : " stopped before writing anything"));
   }
   out.result = *result;
-  out.json = SummaryJson(snap, out.replica, opened, out.result)
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.json = JsonText(SummaryJson(snap, out.replica, opened, out.result));
   out.summary = "replica " + out.replica.target + " is at snapshot " + std::to_string(snap.id) +
                 ": wrote " + std::to_string(result->chunks_written) + " of " +
                 std::to_string(result->chunks_total) + " chunks (" +

@@ -12,6 +12,7 @@
 
 #include "common/units.h"
 #include "pipeline/prune_plan.h"
+#include "pipeline/snapshotter.h"
 
 namespace wanbackup::jobs {
 namespace {
@@ -291,7 +292,7 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
   Handlers h = {
       {"repository", String(&j->repository)},
       {"source", String(&j->source, Source)},
-      {"tag", String(&j->tag)},
+      {"tag", String(&j->tag, pipeline::CheckTag)},
       {"schedule", String(&j->schedule, Schedule)},
       {"randomized_delay", String(&j->randomized_delay, Duration)},
       {"lock_wait", String(&j->lock_wait, Duration)},

@@ -13,6 +13,7 @@
 
 #include "common/cancel.h"
 #include "common/failpoint.h"
+#include "common/text.h"
 #include "pipeline/deallocation.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_sealer.h"
@@ -452,6 +453,12 @@ void Snapshotter::Stop() {
 // A run that was interrupted (killed, power cut) left its snapshot "running": close it (the
 // chunks it committed stay and are found by digest), then start this run's catalog row.
 Status Snapshotter::BeginSnapshotRow(SnapshotResult* result) {
+  // The snapshot record is JSON, which holds only UTF-8: refuse before anything is written.
+  if (!IsUtf8(options_.source_name)) {
+    return Status::InvalidArgument("the source's name '" + options_.source_name +
+                                   "' is not UTF-8 text; name it by a path that is (a symlink)");
+  }
+  if (Status tag = CheckTag(options_.tag); !tag.ok()) return tag;
   WB_ASSIGN_OR_RETURN(auto txn, catalog_.Begin());
   WB_ASSIGN_OR_RETURN(result->abandoned_runs, catalog_.AbandonRunningSnapshots());
   info_.source = options_.source_name;
@@ -567,6 +574,20 @@ Result<SnapshotResult> TakeSnapshot(Repository& repo, BlockSource& source,
   if (source.geometry().size_bytes == 0) return Status::InvalidArgument("the source is empty");
   Snapshotter s(repo, source, options);
   return s.Run();
+}
+
+Status CheckTag(std::string_view tag) {
+  if (tag.size() > kMaxTagBytes) {
+    return Status::InvalidArgument("the tag is longer than " + std::to_string(kMaxTagBytes) +
+                                   " bytes");
+  }
+  if (!IsUtf8(tag)) return Status::InvalidArgument("the tag is not UTF-8 text");
+  for (const char c : tag) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument("the tag holds a control character (a tab or a newline)");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace wanbackup::pipeline

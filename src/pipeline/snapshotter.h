@@ -18,6 +18,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "catalog/catalog.h"
 #include "common/block_io.h"
@@ -39,6 +40,12 @@ struct SnapshotProgress {
   std::chrono::nanoseconds elapsed{0};
   SourceStats source;
 };
+
+inline constexpr size_t kMaxTagBytes = 256;
+
+// A snapshot's tag: UTF-8, printable (no tab, newline or other control character), at most
+// kMaxTagBytes. The error names what is wrong, not the flag or key it came from.
+Status CheckTag(std::string_view tag);
 
 struct SnapshotOptions {
   std::string source_name;

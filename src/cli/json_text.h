@@ -1,0 +1,22 @@
+// JSON as the CLI prints or records it. Paths, IQNs and error messages are bytes, not always
+// UTF-8; nlohmann::json throws on invalid UTF-8, so every dump goes through here, where such a
+// byte becomes U+FFFD instead.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace wanbackup::cli {
+
+inline std::string JsonText(const nlohmann::json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// One JSON document and a newline on `out`.
+inline void OutputJson(const nlohmann::json& j, int indent = -1, std::FILE* out = stdout) {
+  std::fprintf(out, "%s\n", JsonText(j, indent).c_str());
+}
+
+}  // namespace wanbackup::cli

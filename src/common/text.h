@@ -1,0 +1,21 @@
+// Text that users give (tags, paths) and that the repository records as JSON, which must be
+// UTF-8. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace wanbackup {
+
+// Well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
+bool IsUtf8(std::string_view text);
+
+// Characters (code points) in UTF-8 text, for padding table columns; a byte that starts no
+// character is not counted.
+size_t CodePoints(std::string_view text);
+
+// `text` padded with spaces to `columns` characters (as CodePoints counts them).
+std::string PadRight(std::string_view text, size_t columns);
+
+}  // namespace wanbackup

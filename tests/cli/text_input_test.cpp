@@ -1,0 +1,61 @@
+// Text the user gives (tags, paths) that a snapshot record, which is JSON, cannot hold: refused in
+// one line before anything is written; and --json output that names such a path stays JSON.
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/repo_cli.h"
+
+namespace wanbackup::testing {
+namespace {
+
+TEST_CASE("snapshot: a source name or tag that is not printable UTF-8 is refused, nothing written",
+          "[cli]") {
+  TempDir dir{"text-input"};
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string odd = dir / "disk\xFE.img";  // a Linux name may be any bytes but '/' and NUL
+  WriteNoiseImage(odd, 1, 2);
+  const auto before = TreeContents(repo.path());
+
+  const RunResult name = repo.Wb({"snapshot", odd});
+  INFO(name.err);
+  CHECK(name.exit_code == 2);
+  CHECK(name.err.find("is not UTF-8 text") != std::string::npos);
+  CHECK(name.err.find("terminate") == std::string::npos);
+  for (const std::string& tag : {std::string("a\tb"), std::string("line\nbreak"),
+                                 std::string("x\xFFy"), std::string(257, 't')}) {
+    const RunResult r = repo.Wb({"snapshot", odd, "--tag", tag});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--tag: the tag ") != std::string::npos);
+  }
+  auto after = TreeContents(repo.path());
+  after[repo.path() + "/lock"] = before.at(repo.path() + "/lock");  // names the last holder
+  CHECK(after == before);
+
+  // A destination named so is fine (nothing records it), and --json still prints JSON.
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 1, 2);
+  repo.Ok({"snapshot", image, "--tag",
+           "n\xC3\xA4"
+           "chtlich"});
+  const RunResult restored = repo.Wb({"restore", "1", "--to", dir / "back\xFD.img", "--json"});
+  INFO(restored.err);
+  REQUIRE(restored.exit_code == 0);
+  CHECK(nlohmann::json::parse(restored.out)["destination"] ==
+        (dir / "back\xEF\xBF\xBD.img"));  // U+FFFD for the byte
+  CHECK(SameFile(dir / "back\xFD.img", image));
+
+  // The TAG column is as wide as its longest tag in characters: "nächtlich" is 9, not 10.
+  const RunResult table = repo.Ok({"snapshots"});
+  CHECK(table.out.find("TAG       SOURCE") != std::string::npos);
+  CHECK(table.out.find("n\xC3\xA4"
+                       "chtlich " +
+                       image) != std::string::npos);
+}
+
+}  // namespace
+}  // namespace wanbackup::testing

@@ -1,0 +1,41 @@
+// common/text.h: the UTF-8 check that guards what snapshot records (JSON) hold, and the column
+// padding of text tables.
+#include "common/text.h"
+
+#include <catch2/catch.hpp>
+
+using wanbackup::CodePoints;
+using wanbackup::IsUtf8;
+using wanbackup::PadRight;
+
+TEST_CASE("text: well-formed UTF-8 is accepted, anything else refused", "[unit]") {
+  CHECK(IsUtf8(""));
+  CHECK(IsUtf8("/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"));
+  CHECK(
+      IsUtf8("n\xC3\xA4"
+             "chtlich"));                   // ä
+  CHECK(IsUtf8("\xE2\x82\xAC"));            // €
+  CHECK(IsUtf8("\xF0\x9F\x92\xBE"));        // U+1F4BE
+  CHECK(IsUtf8("\xF4\x8F\xBF\xBF"));        // U+10FFFF
+  CHECK_FALSE(IsUtf8("b\xFE.img"));         // never a UTF-8 byte
+  CHECK_FALSE(IsUtf8("x\xC3"));             // cut short
+  CHECK_FALSE(IsUtf8("\xC0\xAF"));          // overlong '/'
+  CHECK_FALSE(IsUtf8("\xE0\x80\xAF"));      // overlong, 3 bytes
+  CHECK_FALSE(IsUtf8("\xED\xA0\x80"));      // a surrogate
+  CHECK_FALSE(IsUtf8("\xF4\x90\x80\x80"));  // above U+10FFFF
+  CHECK_FALSE(IsUtf8("\xE2\x28\xA1"));      // a continuation byte missing
+  CHECK_FALSE(IsUtf8("\x80"));              // a lone continuation byte
+}
+
+TEST_CASE("text: columns are padded by characters, not bytes", "[unit]") {
+  CHECK(CodePoints("nightly") == 7);
+  CHECK(CodePoints("n\xC3\xA4"
+                   "chtlich") == 9);
+  CHECK(PadRight("n\xC3\xA4"
+                 "chtlich",
+                 10) ==
+        "n\xC3\xA4"
+        "chtlich ");
+  CHECK(PadRight("TAG", 5) == "TAG  ");
+  CHECK(PadRight("longer", 3) == "longer");
+}
