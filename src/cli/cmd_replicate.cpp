@@ -77,7 +77,8 @@ void RegisterReplicate(CLI::App& app, Runner* runner) {
       "compared chunk by chunk; so is any replica with --check, so that one changed behind\n"
       "wanbackup's back is repaired, not trusted. The replica's cache is synchronized before\n"
       "the run counts. A replica must hold the snapshot in whole blocks, and may not be the\n"
-      "source of the snapshot or of one running now.\n" +
+      "source of any snapshot in the repository. 'restore' refuses to write over a replica\n"
+      "(its record would be false): replicate it to the snapshot instead.\n" +
       WriteTuneHelp() +
       "\nEXAMPLES:\n"
       "  wanbackup replicate latest --to iscsi://dr-san/iqn.2001-05.com.example:db-standby/1 \\\n"

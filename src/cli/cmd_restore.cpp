@@ -14,6 +14,7 @@
 #include "cli/internal/sink_json.h"
 #include "cli/json_text.h"
 #include "cli/progress.h"
+#include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
@@ -87,11 +88,12 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(opts.tuning));  // before any login
-  if (opts.to != "-") WB_RETURN_IF_ERROR(RefuseSourceOf(*repo, opts.to, 0, true));
+  if (opts.to != "-") WB_RETURN_IF_ERROR(RefuseSourceOf(*repo, opts.to, SourceRule::kRunning));
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(opts.to, snap.size_bytes,
                                opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
                                opts.target, opts.tuning));
+  WB_RETURN_IF_ERROR(RefuseRecordedReplica(*repo, opts.to, opened));
   if (rate > 0) {
     opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
     opened.sink =

@@ -169,8 +169,7 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                                            const catalog::SnapshotInfo& snap,
                                            const ReplicateRequest& request) {
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(request.tuning));  // before any login
-  // Running rows are stale here: replicate holds the writer lock a running snapshot would hold.
-  WB_RETURN_IF_ERROR(RefuseSourceOf(repo, request.to, snap.id, false));
+  WB_RETURN_IF_ERROR(RefuseSourceOf(repo, request.to, SourceRule::kAnySnapshot));
   if (request.to == "-") {
     return Status::InvalidArgument("a replica is a LUN, block device or file, not stdout");
   }
@@ -225,6 +224,21 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                 (result->bytes_read > 0 ? ", read " + FormatBytes(result->bytes_read) : "") +
                 " in " + FormatDuration(result->elapsed);
   return out;
+}
+
+Status RefuseRecordedReplica(pipeline::Repository& repo, const std::string& to,
+                             const OpenedSink& opened) {
+  if (opened.created) return Status::Ok();
+  Result<TargetId> id = Identify(to, opened);
+  if (!id.ok()) return Status::Ok();  // neither file, device nor LUN: never a replica
+  WB_ASSIGN_OR_RETURN(std::optional<catalog::Replica> known,
+                      repo.catalog().FindReplica(id->identity));
+  if (!known) return Status::Ok();
+  const std::string n = std::to_string(known->id);
+  return Status::InvalidArgument(
+      to + " is replica " + n + " of this repository: bring it to a snapshot with 'wanbackup " +
+      "replicate SNAPSHOT --to " + to + "' (it writes only what differs), or drop its record " +
+      "first with 'wanbackup replicas --forget " + n + "'. Nothing was written");
 }
 
 }  // namespace wanbackup::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "catalog/catalog.h"
+#include "cli/sink_open.h"
 #include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
 #include "common/result.h"
@@ -34,5 +35,11 @@ struct ReplicateOutcome {
 Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                                            const catalog::SnapshotInfo& snap,
                                            const ReplicateRequest& request);
+
+// InvalidArgument when `opened`, the destination `to` a restore opened, is a replica this
+// repository records: another snapshot written there would make the record false, and the
+// next replicate would trust it. A file the restore has just created is no replica.
+Status RefuseRecordedReplica(pipeline::Repository& repo, const std::string& to,
+                             const OpenedSink& opened);
 
 }  // namespace wanbackup::cli

@@ -30,19 +30,19 @@ std::string LunName(const std::string& spec) {
   return url->target + "/" + std::to_string(*url->lun);
 }
 
-Status RefuseSourceOf(pipeline::Repository& repo, const std::string& to, int64_t snapshot_id,
-                      bool check_running) {
+Status RefuseSourceOf(pipeline::Repository& repo, const std::string& to, SourceRule rule) {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
   for (const catalog::SnapshotInfo& s : all) {
-    const bool running = check_running && s.status == catalog::SnapshotStatus::kRunning &&
-                         SameTarget(s.source, to) && pipeline::WriterRunning(repo.path());
-    if ((s.id == snapshot_id && SameTarget(s.source, to)) || running) {
+    if (!SameTarget(s.source, to)) continue;
+    if (rule == SourceRule::kAnySnapshot) {
       return Status::InvalidArgument(
           to + " is the source of snapshot " + std::to_string(s.id) +
-          (running ? ", running now" : "") +
-          (running ? "; wait for it to finish. Nothing was written"
-                   : "; replicate writes a standby copy, never the disk it backs up. Nothing "
-                     "was written"));
+          ": replicate writes a standby copy, never a disk this repository backs up (to "
+          "overwrite it anyway, 'wanbackup restore'). Nothing was written");
+    }
+    if (s.status == catalog::SnapshotStatus::kRunning && pipeline::WriterRunning(repo.path())) {
+      return Status::InvalidArgument(to + " is the source of snapshot " + std::to_string(s.id) +
+                                     ", running now; wait for it to finish. Nothing was written");
     }
   }
   return Status::Ok();

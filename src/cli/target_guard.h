@@ -14,11 +14,14 @@ namespace wanbackup::cli {
 // URL names none.
 std::string LunName(const std::string& spec);
 
-// InvalidArgument when `to` (an iSCSI URL or a path) is the source of snapshot `snapshot_id`
-// (0: none), or, with `running`, of a snapshot running now: a "running" row counts only while
-// another process holds the repository's writer lock (a killed run leaves its row behind). A
-// LUN is compared by IQN and LUN, a path by the device or inode it resolves to.
-Status RefuseSourceOf(pipeline::Repository& repo, const std::string& to, int64_t snapshot_id,
-                      bool running);
+// Which rows make a disk off limits: a restore may write any disk but one being read by a
+// snapshot running now; a replica must be no disk this repository backs up at all.
+enum class SourceRule { kRunning, kAnySnapshot };
+
+// InvalidArgument when `to` (an iSCSI URL or a path) is the source of a snapshot the rule
+// names. A "running" row counts only while another process holds the repository's writer lock
+// (a killed run leaves its row behind). A LUN is compared by IQN and LUN, a path by the device
+// or inode it resolves to.
+Status RefuseSourceOf(pipeline::Repository& repo, const std::string& to, SourceRule rule);
 
 }  // namespace wanbackup::cli

@@ -57,6 +57,11 @@ void Tamper(const std::string& path, size_t first, size_t chunks) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 struct Setup {
   TempDir dir{"replicate"};
   RepoCli repo{dir};
@@ -244,6 +249,46 @@ TEST_CASE("replicate: bad targets are refused in one line and nothing is written
     CHECK((before.count(name) == 1 && before.at(name) == bytes));
   }
   CHECK(after.size() == before.size());
+}
+
+TEST_CASE(
+    "replicate: a disk that is the source of any snapshot in the repository is refused, not only "
+    "the snapshot's own",
+    "[replicate]") {
+  Setup s;
+  const std::string other = s.dir / "other.img";
+  WriteImage(other, 30, 7);
+  s.repo.Ok({"snapshot", other});  // snapshot 2, of another disk
+  const std::string kept = ReadAll(other);
+  const RunResult r = s.repo.Wb({"replicate", "1", "--to", other});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(other + " is the source of snapshot 2"));
+  CHECK_THAT(r.err, Catch::Contains("Nothing was written"));
+  CHECK(ReadAll(other) == kept);
+}
+
+TEST_CASE("restore: over a recorded replica it is refused, naming replicate and replicas --forget",
+          "[replicate]") {
+  Setup s;
+  s.Replicate();
+  WriteImage(s.image, 30, 9);
+  s.repo.Ok({"snapshot", s.image});  // snapshot 2
+  const std::string held = ReadAll(s.replica);
+  const RunResult r = s.repo.Wb({"restore", "2", "--to", s.replica, "--force"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("is replica 1 of this repository"));
+  CHECK_THAT(r.err, Catch::Contains("wanbackup replicate SNAPSHOT --to " + s.replica));
+  CHECK_THAT(r.err, Catch::Contains("wanbackup replicas --forget 1"));
+  CHECK(ReadAll(s.replica) == held);
+  auto list = Json(s.repo.Wb({"replicas", "--json"}));
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["snapshot"] == 1);
+  // Once the record is dropped, the restore goes ahead.
+  s.repo.Ok({"replicas", "--forget", "1"});
+  s.repo.Ok({"restore", "2", "--to", s.replica, "--force"});
+  CHECK(SameFile(s.replica, s.image));
 }
 
 TEST_CASE("replicas: --forget drops the record, and the next replicate compares", "[replicate]") {
