@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/units.h"
+#include "initiator/iscsi_url.h"
 #include "pipeline/prune_plan.h"
 #include "pipeline/snapshotter.h"
 
@@ -198,6 +199,11 @@ Status Source(const std::string& source) {
       return Status::InvalidArgument(
           "no secrets in the config file: give the CHAP user as chap_user and the secret in "
           "a file named by chap_secret_file");
+    }
+    // As the run would parse it, so that a dry run catches what the run would refuse.
+    WB_ASSIGN_OR_RETURN(const initiator::IscsiUrl url, initiator::ParseIscsiUrl(source));
+    if (url.target.empty() || !url.lun) {
+      return Status::InvalidArgument("names no LUN: expected iscsi://host[:port]/target-iqn/lun");
     }
     return Status::Ok();
   }

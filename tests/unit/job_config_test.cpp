@@ -175,5 +175,22 @@ TEST_CASE("job config: replicate_to names replicas, never the source, with their
             .find("needs replica_chap_user") != std::string::npos);
 }
 
+TEST_CASE("job config: an iSCSI URL the run would refuse is refused when the file is read",
+          "[config]") {
+  ConfigDir d;
+  const std::string head = d.Repos() + "[jobs.db]\nrepository = \"main\"\n";
+  for (const std::string& url : {std::string("iscsi://san/iqn.2001-05.com.example:db"),
+                                 std::string("iscsi://san/iqn.2001-05.com.example:db/1/x"),
+                                 std::string("iscsi://san:99999/iqn.2001-05.com.example:db/1"),
+                                 std::string("iscsi://san")}) {
+    INFO(url);
+    const std::string source = d.Refused(head + "source = \"" + url + "\"\n");
+    CHECK(source.find(d.config + ":7: jobs.db.source: ") == 0);
+    const std::string replica =
+        d.Refused(head + "source = \"/dev/sda\"\nreplicate_to = [\"" + url + "\"]\n");
+    CHECK(replica.find(d.config + ":8: jobs.db.replicate_to: ") == 0);
+  }
+}
+
 }  // namespace
 }  // namespace wanbackup::jobs
