@@ -209,6 +209,21 @@ void PrintOutcome(const std::vector<int64_t>& forgotten, bool dry_run, bool upgr
   }
 }
 
+// A replica whose snapshot is forgotten can no longer be diffed against the next one: its next
+// replicate reads it whole (over the WAN for a remote LUN). Said before, not found out after.
+void WarnReplicasLosingBase(pipeline::Repository& repo, const std::vector<int64_t>& forgotten,
+                            bool dry_run) {
+  Result<std::vector<catalog::Replica>> replicas = repo.catalog().Replicas();
+  if (!replicas.ok()) return;
+  for (const catalog::Replica& r : *replicas) {
+    if (!std::binary_search(forgotten.begin(), forgotten.end(), r.snapshot_id)) continue;
+    PrintWarning("replica " + std::to_string(r.id) + " (" + r.target + ") holds snapshot " +
+                 std::to_string(r.snapshot_id) + ", which " + (dry_run ? "would be" : "is") +
+                 " forgotten: its next replicate reads it whole to compare (keep the snapshot "
+                 "a replica holds, or replicate a newer one first)");
+  }
+}
+
 Status RunForget(ForgetCommandOptions opts) {
   WB_RETURN_IF_ERROR(CheckArguments(&opts));
   // A dry run only reads; a real one must be alone with the repository.
@@ -228,6 +243,7 @@ Status RunForget(ForgetCommandOptions opts) {
                         pipeline::ForgetSnapshots(*repo, plan.forget));
     upgraded = outcome.upgraded_format;
   }
+  WarnReplicasLosingBase(*repo, forgotten, opts.dry_run);
 
   if (opts.json) {
     PrintJson(plan, forgotten, opts.dry_run, upgraded);

@@ -291,6 +291,23 @@ TEST_CASE("restore: over a recorded replica it is refused, naming replicate and 
   CHECK(SameFile(s.replica, s.image));
 }
 
+TEST_CASE("forget: forgetting the snapshot a replica holds is warned of, dry run or not",
+          "[replicate]") {
+  Setup s;
+  s.Replicate();
+  WriteImage(s.image, 30, 9);
+  s.repo.Ok({"snapshot", s.image});
+  const RunResult dry = s.repo.Ok({"forget", "--keep-last", "1", "--dry-run"});
+  CHECK_THAT(dry.err, Catch::Contains("replica 1 (" + s.replica +
+                                      ") holds snapshot 1, which would be forgotten: its next "
+                                      "replicate reads it whole"));
+  const RunResult real = s.repo.Ok({"forget", "--keep-last", "1"});
+  CHECK_THAT(real.err, Catch::Contains("holds snapshot 1, which is forgotten"));
+  CHECK(s.Replicate()["mode"] == "check");  // as the warning said
+  const RunResult quiet = s.repo.Ok({"forget", "--keep-last", "1", "--dry-run"});
+  CHECK_THAT(quiet.err, !Catch::Contains("replica 1"));  // it holds the kept snapshot now
+}
+
 TEST_CASE("replicas: --forget drops the record, and the next replicate compares", "[replicate]") {
   Setup s;
   s.Replicate();
