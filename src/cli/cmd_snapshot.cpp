@@ -150,7 +150,8 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
 void RegisterSnapshot(CLI::App& app, Runner* runner) {
   auto opts = std::make_shared<SnapshotCommandOptions>();
   CLI::App* cmd = app.add_subcommand("snapshot", "Read a LUN or device into the repository");
-  cmd->add_option("source", opts->source, "iscsi://host[:port]/target-iqn/lun, or a file/device")
+  cmd->add_option("source", opts->source,
+                  "iscsi://[user@]host[:port]/target-iqn/lun, or a file/device")
       ->required();
   cmd->add_option("--tag", opts->tag,
                   "a label for this snapshot (printable UTF-8, at most 256 bytes); 'forget "

@@ -187,10 +187,16 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
     bytes += r->result.bytes_written;
     ++done;
   }
-  out->summary = std::to_string(done) + " of " + std::to_string(ctx.job.replicate_to.size()) +
-                 " replica(s) at snapshot " + std::to_string(ctx.snapshot.id) + ", " +
-                 FormatBytes(bytes) + " written";
+  const size_t all = ctx.job.replicate_to.size();
+  out->summary = std::to_string(done) + " of " + std::to_string(all) +
+                 (all == 1 ? " replica" : " replicas") + " at snapshot " +
+                 std::to_string(ctx.snapshot.id) + ", " + FormatBytes(bytes) + " written";
   out->json = JsonText(nlohmann::json{{"replicas", replicas}, {"bytes_written", bytes}});
+  const size_t failed = all - static_cast<size_t>(done);
+  if (failed > 1) {  // the history keeps one error line: say the first is not the only one
+    return first_error.WithSuffix(" (and " + std::to_string(failed - 1) + " more of " +
+                                  std::to_string(all) + " replicas failed)");
+  }
   return first_error;
 }
 
@@ -303,7 +309,8 @@ Status VerifyStep(Context& ctx, StepOutcome* out) {
   out->summary = "share " + std::to_string(options.share_part + 1) + " of " +
                  std::to_string(options.share_of) + ": " + std::to_string(r.chunks_checked) +
                  " chunks (" + FormatBytes(r.bytes_checked) + ") and " +
-                 std::to_string(r.snapshots_checked) + " snapshots checked";
+                 std::to_string(r.snapshots_checked) +
+                 (r.snapshots_checked == 1 ? " snapshot checked" : " snapshots checked");
   out->json = JsonText(nlohmann::json{{"share_part", options.share_part},
                                       {"share_of", options.share_of},
                                       {"chunks_checked", r.chunks_checked},
@@ -444,6 +451,8 @@ Result<std::vector<catalog::JobRun>> JobHistory(const jobs::RepositoryConfig& re
                                                 const std::string& job, int limit) {
   History history(repository.path);
   if (!history.ok()) {
+    // Say why: most often the repository is not there (yet), which ReadConfig names.
+    WB_RETURN_IF_ERROR(pipeline::Repository::ReadConfig(repository.path).status());
     return Status::Unavailable("cannot read the catalog of " + repository.path);
   }
   return history.Runs(job, limit);

@@ -38,7 +38,7 @@ Status Pacer::Take(uint64_t bytes) {
     if (CancellationRequested()) {
       std::lock_guard<std::mutex> lock(mu_);
       ready_at_ -= cost;  // give the budget back
-      return Status::Cancelled("interrupted while pacing to --limit-rate");
+      return Status::Cancelled("interrupted (while holding to the rate limit)");
     }
     SleepFor(std::min<std::chrono::nanoseconds>(start - now, kCancelCheck));
   }

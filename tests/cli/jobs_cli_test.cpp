@@ -131,6 +131,38 @@ TEST_CASE("run: a failing snapshot fails the run, is recorded, and forgets nothi
   CHECK(nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out).size() == 1);
 }
 
+TEST_CASE("run: every failed replica is counted in the run's one error line", "[jobs]") {
+  JobSetup s;
+  s.Write("replicate_to = [\"/nonexistent/a.img\", \"/nonexistent/b.img\", \"" +
+          s.dir / "standby.img" + "\"]\n");
+  WriteNoiseImage(s.image, 1, 2);
+  const RunResult r = s.Wb({"run", "disk"});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("/nonexistent/a.img") != std::string::npos);
+  CHECK(r.err.find("(and 1 more of 3 replicas failed)") != std::string::npos);
+  CHECK(SameFile(s.dir / "standby.img", s.image));  // the good one was still written
+  const nlohmann::json jobs = s.Json({"jobs"});
+  CHECK(jobs["jobs"][0]["runs"][0]["error"].get<std::string>().find("1 more of 3") !=
+        std::string::npos);
+}
+
+TEST_CASE("jobs: a repository that is not there is named as such", "[jobs]") {
+  JobSetup s;
+  s.Write("");
+  std::string text;
+  {
+    std::ifstream in(s.config);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string gone = s.dir / "gone";
+  text.replace(text.find(s.repo.path()), s.repo.path().size(), gone);
+  std::ofstream(s.config) << text;
+  const RunResult r = s.Wb({"jobs"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("history    no repository at " + gone) != std::string::npos);
+}
+
 TEST_CASE("run: a bad config is one line naming file, line and key: exit 2, nothing run",
           "[jobs]") {
   JobSetup s;

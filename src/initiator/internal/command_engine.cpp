@@ -731,7 +731,9 @@ void CommandEngine::FailAll(const Status& status) {
 }
 
 std::string CommandEngine::Range(uint64_t lba, uint32_t bytes) const {
-  return "LBA " + std::to_string(lba) + "+" + std::to_string(bytes / config_.geometry.block_size);
+  const uint64_t blocks = bytes / config_.geometry.block_size;
+  return "LBA " + std::to_string(lba) + " (" + std::to_string(blocks) +
+         (blocks == 1 ? " block)" : " blocks)");
 }
 
 Status CommandEngine::NoProgressStatus() const {
