@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/exit_codes.h"
+#include "cli/json_text.h"
 #include "common/cancel.h"
 #include "common/version.h"
 #include "pipeline/primitives.h"
@@ -60,6 +62,19 @@ std::string HelpHint(const CLI::App& app) {
     return " (see 'wanbackup " + sub->get_name() + " --help')";
   }
   return " (see 'wanbackup --help')";
+}
+
+// The command that ran ("key change" for a nested one), and whether it was given --json.
+std::pair<std::string, bool> ChosenCommand(const CLI::App& app) {
+  std::string name;
+  bool json = false;
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    name += (name.empty() ? "" : " ") + at->get_name();
+    const CLI::Option* flag = at->get_option_no_throw("--json");
+    json = flag != nullptr && flag->count() > 0;
+  }
+  return {name, json};
 }
 
 }  // namespace
@@ -114,8 +129,15 @@ int Main(int argc, char** argv) {
 
   InstallSignalHandlers();
   const Status status = runner();
-  if (!status.ok()) PrintError(status.message());
-  return static_cast<int>(ExitCodeFor(status));
+  if (status.ok()) return 0;
+  PrintError(status.message());
+  const int code = static_cast<int>(ExitCodeFor(status));
+  // With --json, stdout gets a document whatever happened: a script appending to a log (cron's
+  // '>> db.jsonl') keeps a line for the failed run too.
+  if (const auto [command, json] = ChosenCommand(app); json && !JsonPrinted()) {
+    OutputJson({{"command", command}, {"error", status.message()}, {"exit_code", code}});
+  }
+  return code;
 }
 
 }  // namespace wanbackup::cli

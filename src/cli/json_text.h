@@ -14,9 +14,16 @@ inline std::string JsonText(const nlohmann::json& j, int indent = -1) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Whether the command printed its JSON document (Main prints one for a failure that did not).
+inline bool& JsonPrinted() {
+  static bool printed = false;
+  return printed;
+}
+
 // One JSON document and a newline on `out`.
 inline void OutputJson(const nlohmann::json& j, int indent = -1, std::FILE* out = stdout) {
   std::fprintf(out, "%s\n", JsonText(j, indent).c_str());
+  JsonPrinted() = true;
 }
 
 }  // namespace wanbackup::cli

@@ -3,11 +3,14 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "support/subprocess.h"
+#include "support/temp_dir.h"
 
 using wanbackup::testing::Run;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::TempDir;
 
 namespace {
 
@@ -93,6 +96,20 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
     CHECK(r.err.rfind("wanbackup: error: ", 0) == 0);
     CHECK(r.err.find(c.says) != std::string::npos);
   }
+}
+
+TEST_CASE("cli: a failed command given --json prints a JSON document naming the error", "[cli]") {
+  TempDir dir("json-failure");
+  const RunResult r =
+      Run({WB_WANBACKUP_BIN, "snapshots", "--repo", dir / "nothing-here", "--json"});
+  CHECK(r.exit_code == 6);
+  CHECK(r.err.find("no repository at") != std::string::npos);  // stderr still has the line
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["command"] == "snapshots");
+  CHECK(j["exit_code"] == 6);
+  CHECK(j["error"] == "no repository at " + dir / "nothing-here");
+  // Without --json, stdout stays empty.
+  CHECK(Run({WB_WANBACKUP_BIN, "snapshots", "--repo", dir / "nothing-here"}).out.empty());
 }
 
 TEST_CASE("cli: a CHAP secret in the URL works but draws a warning", "[cli]") {
