@@ -74,6 +74,7 @@ nlohmann::json LunJson(const initiator::LunInfo& lun) {
     j["physical_block_size"] = lun.physical_block_size;
     j["thin_provisioned"] = lun.thin_provisioned;
     j["unmapped_reads_zero"] = lun.unmapped_reads_zero;
+    j["write_protected"] = lun.write_protected;  // MODE SENSE: restore, copy, replicate refuse it
     // GET LBA STATUS's sum for a thin LUN; null when it is not thin or the target refused.
     j["mapped_bytes"] = lun.mapped_bytes ? nlohmann::json(*lun.mapped_bytes) : nlohmann::json();
     nlohmann::json page;  // null: the LUN has no Logical Block Provisioning page
@@ -213,6 +214,11 @@ void PrintHuman(const initiator::ProbeReport& report, const initiator::TuningReq
       std::printf("  %-4d %-11s %-30s %-9s %-9s %-24s %s\n", lun.lun, lun.device_type.c_str(),
                   size.c_str(), block.c_str(), xfer.c_str(), vp.c_str(), lun.serial.c_str());
       if (lun.is_disk()) std::printf("       provisioning: %s\n", ProvisioningText(lun).c_str());
+      if (lun.is_disk() && lun.write_protected) {
+        std::printf(
+            "       write-protected: a read-only LUN (restore, copy and replicate to it "
+            "are refused)\n");
+      }
     }
     if (t.rate) {
       const auto& r = *t.rate;

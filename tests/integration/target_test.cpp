@@ -116,6 +116,10 @@ TEST_CASE("probe: discovery finds and describes every target the portal offers",
   for (const auto& t : report["targets"]) {
     names.push_back(t["name"]);
     CHECK_FALSE(t["luns"].empty());
+    for (const auto& lun : t["luns"]) {  // MODE SENSE's WP bit, on the read-only target only
+      if (lun["type"] == "disk")
+        CHECK(lun["write_protected"] == (t["name"] == bed.Var("READONLY_IQN")));
+    }
   }
   // The plain target, the read-only one, the scratch target restores write to, the thin one.
   CHECK(names.size() == 4);
