@@ -31,6 +31,9 @@ struct SnapshotCommandOptions {
   TuningFlags tuning;
 };
 
+// A stall this long is named on the progress line (the engine retries well before).
+constexpr std::chrono::seconds kQuietShown{5};
+
 std::string ProgressText(const pipeline::SnapshotProgress& p) {
   const double s = Seconds(p.elapsed);
   const double rate = s > 0 ? static_cast<double>(p.bytes_done) / s : 0;
@@ -59,6 +62,15 @@ std::string ProgressText(const pipeline::SnapshotProgress& p) {
   if (p.source.rtt.count() > 0) {
     text +=
         "  " + std::to_string(p.source.connections) + " conn  RTT " + FormatDuration(p.source.rtt);
+  }
+  if (p.quiet >= kQuietShown && p.bytes_done < p.bytes_total) {
+    text +=
+        "  stalled: no data for " + FormatDuration(std::chrono::duration_cast<std::chrono::seconds>(
+                                        p.quiet));  // a link down: retrying up to --retry-timeout
+  }
+  if (p.source.retries > 0 || p.source.reconnects > 0) {
+    text += "  retries " + std::to_string(p.source.retries) + "  reconnects " +
+            std::to_string(p.source.reconnects);
   }
   return text;
 }

@@ -149,6 +149,7 @@ class Snapshotter {
   std::map<uint64_t, std::pair<std::vector<int64_t>, uint64_t>> segments_;  // first -> ids, filled
   uint64_t done_chunks_ = 0;
   uint64_t done_bytes_ = 0;
+  Clock::time_point last_done_ = Clock::now();
   uint64_t bytes_deallocated_ = 0;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_report_ = Clock::now();
@@ -317,6 +318,7 @@ Status Snapshotter::Resolve(uint64_t index, int64_t chunk_id, const Digest& dige
   ++filled;
   ++done_chunks_;
   done_bytes_ += ChunkLength(index);
+  last_done_ = Clock::now();
   if (filled == count) {
     const int64_t t0 = ThreadCpuNs();
     WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, ids));
@@ -398,7 +400,7 @@ void Snapshotter::Report(bool force) {
   if (!force && now - last_report_ < options_.progress_interval) return;
   last_report_ = now;
   options_.on_progress(SnapshotProgress{done_bytes_, size_, info_.bytes_new, info_.bytes_stored,
-                                        now - start_, source_.Stats()});
+                                        now - start_, now - last_done_, source_.Stats()});
 }
 
 Status Snapshotter::Coordinate() {
@@ -414,7 +416,19 @@ Status Snapshotter::Coordinate() {
     if (!failure.ok() && reader_done_.load() && done_chunks_ == chunks_delivered_.load()) {
       return failure;
     }
-    std::optional<Outcome> o = outcomes_.Pop();
+    // With progress asked for, a stalled source (a link down) still gets its line, and an
+    // interruption is seen while nothing arrives.
+    bool timed_out = false;
+    std::optional<Outcome> o =
+        options_.on_progress
+            ? outcomes_.PopFor(std::max<std::chrono::nanoseconds>(options_.progress_interval,
+                                                                  std::chrono::milliseconds(100)),
+                               &timed_out)
+            : outcomes_.Pop();
+    if (timed_out) {
+      Report(false);
+      continue;
+    }
     if (!o) return failure.ok() ? Status::Internal("pipeline stopped early") : failure;
     switch (o->kind) {
       case Outcome::Kind::kError:
@@ -537,6 +551,7 @@ Result<SnapshotResult> Snapshotter::Run() {
   result.peak_buffer_bytes = ReserveMemory();
   WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
   start_ = Clock::now();
+  last_done_ = start_;
   std::thread reader([this] {
     ReaderLoop();
     reader_done_ = true;

@@ -3,6 +3,7 @@
 // work and how its memory stays bounded (a producer waits for a free buffer).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -28,6 +29,15 @@ class WorkQueue {
   std::optional<T> Pop() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return !items_.empty() || closed_; });
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+  // As Pop, but waits at most `wait`: nullopt with *timed_out set when nothing came.
+  std::optional<T> PopFor(std::chrono::nanoseconds wait, bool* timed_out) {
+    std::unique_lock<std::mutex> lock(mu_);
+    *timed_out = !cv_.wait_for(lock, wait, [this] { return !items_.empty() || closed_; });
     if (items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();

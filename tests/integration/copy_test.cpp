@@ -177,6 +177,31 @@ TEST_CASE("copy: a short blackhole mid-copy is ridden out and the copy is bit-ex
 }
 
 TEST_CASE(
+    "snapshot: a stalled link is named on the plain progress line, and the snapshot then "
+    "completes",
+    "[snapshot][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set delay=10ms rate=160mbit");  // 64 MiB take about 4 s
+  OutDir out;
+  const std::string repo = out.path() + "/repo", key = out.path() + "/repo.key";
+  REQUIRE(bed.Wanbackup({"init", repo, "--key-file", key}).exit_code == 0);
+  RunResult r;
+  const std::vector<std::string> args = {"snapshot",   LunUrl(1),    "--repo",
+                                         repo,         "--key-file", key,
+                                         "--progress", "plain",      "--progress-interval",
+                                         "1s",         "--json"};
+  std::thread snapshot([&] { r = bed.Wanbackup(args); });
+  std::this_thread::sleep_for(1500ms);
+  bed.Wan("blackhole 7s");
+  snapshot.join();
+  auto summary = Summary(r);
+  CHECK(summary["size_bytes"].get<uint64_t>() == std::stoull(bed.Var("LUN1_SIZE")));
+  // Progress went on while nothing arrived: the line says for how long.
+  CHECK(r.err.find("stalled: no data for 5") != std::string::npos);
+}
+
+TEST_CASE(
     "copy: a blackhole longer than the command timeout forces reconnects and the copy is still "
     "bit-exact",
     "[copy][integration]") {
