@@ -13,6 +13,7 @@
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
+#include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
@@ -129,7 +130,11 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
 
 Status RunCopy(const CopyCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(pipeline::CopyOptions copy, CopyOptionsFrom(opts));
-  WB_ASSIGN_OR_RETURN(OpenedSource opened, OpenSource(opts.source, opts.target, opts.tuning));
+  // With a LUN at both ends the CHAP flags go to the end(s) that name a user.
+  WB_ASSIGN_OR_RETURN(
+      OpenedSource opened,
+      OpenSource(opts.source, FlagsForEnd(opts.source, opts.destination, opts.target),
+                 opts.tuning));
   BlockSource& source = *opened.source;
   const uint64_t size = source.geometry().size_bytes;
   if (copy.offset >= size) {
@@ -141,7 +146,7 @@ Status RunCopy(const CopyCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(
       OpenedSink out,
       OpenSink(opts.destination, total, opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
-               opts.target, opts.tuning));
+               FlagsForEnd(opts.destination, opts.source, opts.target), opts.tuning));
   BlockSink* sink = out.sink.get();
   if (opened.remote)
     PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
@@ -200,6 +205,10 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
       "  file is written sparse and flushed (fsync) before the command succeeds.\n"
       "  To an iSCSI LUN: the LUN must hold the data in whole blocks, or nothing is written;\n"
       "  every WRITE counts once the target acknowledged it, and SYNCHRONIZE CACHE ends the copy.\n"
+      "\nCHAP:\n"
+      "  With a LUN at both ends, --chap-secret-file and the mutual CHAP flags are for the end\n"
+      "  whose URL names a user (iscsi://user@host/...); the other logs in without CHAP.\n"
+      "  --chap-user names the user of both ends.\n"
       "\nEXAMPLES:\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 db.img\n"
       "  wanbackup copy db.img iscsi://dr-san/iqn.2001-05.com.example:db/1\n"

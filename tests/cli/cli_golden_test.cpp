@@ -1,6 +1,9 @@
 // Golden CLI tests: argv -> exit code + stderr. No target needed.
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -110,6 +113,32 @@ TEST_CASE("cli: a failed command given --json prints a JSON document naming the 
   CHECK(j["error"] == "no repository at " + dir / "nothing-here");
   // Without --json, stdout stays empty.
   CHECK(Run({WB_WANBACKUP_BIN, "snapshots", "--repo", dir / "nothing-here"}).out.empty());
+}
+
+TEST_CASE("cli: copy LUN to LUN takes the CHAP secret file for the end whose URL names a user",
+          "[cli]") {
+  // Port 9 on loopback refuses at once: getting as far as connecting is what is checked here (a
+  // real copy of a CHAP LUN to an open one is in tests/integration/copy_test.cpp).
+  wanbackup::testing::TempDir dir("chap");
+  const std::string secret = dir / "chap.secret";
+  std::ofstream(secret) << "alice-secret-01\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read);
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"iscsi://alice@127.0.0.1:9/iqn.x:chap/1",
+                                            "iscsi://127.0.0.1:9/iqn.x:open/1"},
+        std::pair<std::string, std::string>{"iscsi://127.0.0.1:9/iqn.x:open/1",
+                                            "iscsi://alice@127.0.0.1:9/iqn.x:chap/1"}}) {
+    RunResult r = Wanbackup({"copy", from, to, "--chap-secret-file", secret});
+    INFO(from << " -> " << to << ": " << r.err);
+    CHECK(r.exit_code == 4);
+    CHECK(r.err.find("Connection refused") != std::string::npos);
+  }
+  // With no user in either URL nor --chap-user the file is for nobody: refused before a login.
+  RunResult nobody = Wanbackup({"copy", "iscsi://127.0.0.1:9/iqn.x:a/1",
+                                "iscsi://127.0.0.1:9/iqn.x:b/1", "--chap-secret-file", secret});
+  CHECK(nobody.exit_code == 2);
+  CHECK(nobody.err ==
+        "wanbackup: error: --chap-secret-file needs --chap-user (or user@ in the URL)\n");
 }
 
 TEST_CASE("cli: a CHAP secret in the URL works but draws a warning", "[cli]") {

@@ -131,6 +131,20 @@ TEST_CASE("copy: CHAP with the right secret reads and a wrong one exits 5", "[co
   CHECK(wrong.err.find("CHAP authentication failed") != std::string::npos);
 }
 
+TEST_CASE("copy: a CHAP LUN named with user@ is copied to an open LUN with --chap-secret-file",
+          "[copy][write][integration]") {
+  const Testbed& bed = Testbed::Get();
+  const std::string from = "iscsi://" + bed.Var("CHAP_USER") + "@" + bed.Var("CHAP_PORTAL") + "/" +
+                           bed.Var("CHAP_IQN") + "/1";
+  const std::string to = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("SCRATCH_IQN") + "/1";
+  // The secret is alice's on the CHAP target; the scratch target asks for none.
+  RunResult r = bed.Wanbackup(
+      {"copy", from, to, "--chap-secret-file", bed.Var("CHAP_SECRET_FILE"), "--json"});
+  auto summary = Summary(r);
+  CHECK(summary["bytes"].get<uint64_t>() == 16u << 20);
+  CHECK(summary["bytes_written"].get<uint64_t>() == 16u << 20);
+}
+
 TEST_CASE("copy: a LUN that does not exist or is no disk is refused", "[copy][integration]") {
   const Testbed& bed = Testbed::Get();
   RunResult missing = bed.Wanbackup({"copy", LunUrl(7), "/dev/null"});
