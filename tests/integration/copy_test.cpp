@@ -151,7 +151,7 @@ TEST_CASE("copy: a LUN that does not exist or is no disk is refused", "[copy][in
   CHECK(missing.exit_code == 6);
   CHECK(missing.err.find("LUN 7 does not exist") != std::string::npos);
   RunResult controller = bed.Wanbackup({"copy", LunUrl(0), "/dev/null"});
-  CHECK(controller.exit_code == 1);
+  CHECK(controller.exit_code == 2);  // a LUN that exists but is no disk: bad input
   CHECK(controller.err.find("not a disk") != std::string::npos);
 }
 

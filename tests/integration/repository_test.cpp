@@ -122,6 +122,20 @@ TEST_CASE(
   CHECK(again["bytes_stored"].get<int>() == 0);
 }
 
+TEST_CASE("repository: a snapshot of a controller LUN is bad input (exit 2) and stores nothing",
+          "[repository][integration]") {
+  const Testbed& bed = Testbed::Get();
+  ScratchRepo s{"repotest"};
+  Init(s);
+  const std::string url = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("PLAIN_IQN") + "/0";
+  RunResult r = bed.Wanbackup({"snapshot", url, "--repo", s.repo}, WithPass());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("LUN 0 of " + bed.Var("PLAIN_IQN") + " is a controller, not a disk") !=
+        std::string::npos);
+  CHECK(Json(Local({"snapshots", "--repo", s.repo, "--json"})).empty());
+}
+
 TEST_CASE("repository: zero, compressible and incompressible data restore bit-exact and verified",
           "[repository][integration]") {
   ScratchRepo s{"repotest"};

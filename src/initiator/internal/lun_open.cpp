@@ -36,8 +36,10 @@ Result<OpenedLun> OpenDiskLun(const ConnectionOptions& options, int lun, const s
   WB_ASSIGN_OR_RETURN(opened.conn, Connection::Open(options));
   WB_ASSIGN_OR_RETURN(opened.lun, QueryLun(*opened.conn, lun));
   if (!opened.lun.is_disk()) {
-    return Status::Unsupported("LUN " + std::to_string(lun) + " of " + options.target + " is a " +
-                               opened.lun.device_type + ", not a disk");
+    // The LUN exists but the command line named the wrong one: bad input, like a bad URL.
+    return Status::InvalidArgument("LUN " + std::to_string(lun) + " of " + options.target +
+                                   " is a " + opened.lun.device_type +
+                                   ", not a disk; give a disk LUN (wanbackup probe lists them)");
   }
   if (opened.lun.block_count == 0) {
     return Status::Unsupported("LUN " + std::to_string(lun) + " is empty");
