@@ -128,7 +128,11 @@ Result<Secret> ReadSecretFile(const std::string& path, std::string* warning) {
   size_t end = text.reveal().find('\n');
   if (end == std::string_view::npos) end = text.size();
   if (end > 0 && text.reveal()[end - 1] == '\r') --end;
-  if (end == 0) return Status::InvalidArgument("secret file " + path + " is empty");
+  if (text.empty()) return Status::InvalidArgument("secret file " + path + " is empty");
+  if (end == 0) {
+    return Status::InvalidArgument("secret file " + path +
+                                   ": its first line is empty; put the secret on the first line");
+  }
   text.Resize(end);
   return text;
 }

@@ -44,11 +44,23 @@ TEST_CASE("secret file: a file others can read draws a warning", "[secret]") {
 }
 
 TEST_CASE("secret file: empty and missing files are errors", "[secret]") {
-  const std::string path = TempFile("\n", 0600);
+  const std::string path = TempFile("", 0600);
   Result<Secret> empty = ReadSecretFile(path, nullptr);
   ::unlink(path.c_str());
   CHECK(empty.status().code() == StatusCode::kInvalidArgument);
+  CHECK(empty.status().message() == "secret file " + path + " is empty");
   CHECK(ReadSecretFile("/nonexistent/secret", nullptr).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("secret file: a blank first line is refused as such, not as an empty file", "[secret]") {
+  for (const char* content : {"\n", "\r\nsecret on the second line\n"}) {
+    const std::string path = TempFile(content, 0600);
+    Result<Secret> blank = ReadSecretFile(path, nullptr);
+    ::unlink(path.c_str());
+    CHECK(blank.status().code() == StatusCode::kInvalidArgument);
+    CHECK(blank.status().message() ==
+          "secret file " + path + ": its first line is empty; put the secret on the first line");
+  }
 }
 
 TEST_CASE("secret: moving leaves the source empty", "[secret]") {
