@@ -17,6 +17,7 @@
 #include "cli/tuning_flags.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
+#include "initiator/iscsi_url.h"
 #include "pipeline/copier.h"
 
 namespace wanbackup::cli {
@@ -73,7 +74,8 @@ Result<pipeline::CopyOptions> CopyOptionsFrom(const CopyCommandOptions& opts) {
   copy.max_memory = initiator::BufferBudget(max_memory);
   copy.sparse = !opts.no_sparse;
   if (opts.destination != "-" && opts.destination == opts.source) {
-    return Status::InvalidArgument("source and destination are the same file");
+    return Status::InvalidArgument(std::string("source and destination are the same ") +
+                                   (initiator::LooksLikeIscsiUrl(opts.source) ? "LUN" : "file"));
   }
   return copy;
 }
