@@ -77,7 +77,8 @@ void AddTargetFlags(CLI::App* command, TargetFlags* flags) {
       ->group(group);
   command
       ->add_option("--header-digest", flags->header_digest,
-                   "CRC32C header digest: none, crc32c, or auto (target chooses)")
+                   "CRC32C header digest: none, crc32c (the login fails without it), or auto "
+                   "(target chooses)")
       ->check(CLI::IsMember({"none", "crc32c", "auto"}))
       ->capture_default_str()
       ->group(group);

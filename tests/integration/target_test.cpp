@@ -1,4 +1,5 @@
 // The reference target as libiscsi's own tools and wanbackup probe see it through the WAN.
+#include <algorithm>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -183,6 +184,28 @@ TEST_CASE("probe: mutual CHAP checks the target's secret too", "[probe][integrat
   wrong.push_back(bed.Var("WRONG_SECRET_FILE"));
   RunResult bad = bed.Wanbackup(wrong);
   CHECK(bad.exit_code == 5);
+}
+
+TEST_CASE("probe: --header-digest crc32c refused by the target fails the login, and auto logs in",
+          "[probe][integration]") {
+  const Testbed& bed = Testbed::Get();
+  const std::string url = Url(bed.Var("PLAIN_IQN"), 1);
+  // tgt answers None to a CRC32C offer; libiscsi would carry on without a digest.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"probe", url, "--header-digest", "crc32c"},
+        std::vector<std::string>{"copy", url, "/dev/null", "--header-digest", "crc32c"}}) {
+    RunResult refused = bed.Wanbackup(args);
+    INFO(args[0] << ": " << refused.err);
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.err.find(" with CRC32C header digests: the target refused them (it answered "
+                           "HeaderDigest=None); --header-digest auto accepts that") !=
+          std::string::npos);
+    CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  }
+  RunResult automatic = bed.Wanbackup({"probe", url, "--header-digest", "auto"});
+  INFO(automatic.err);
+  CHECK(automatic.exit_code == 0);
+  CHECK(automatic.out.find("HeaderDigest=None") != std::string::npos);
 }
 
 TEST_CASE("probe: a LUN or target that does not exist exits 6", "[probe][integration]") {

@@ -184,6 +184,19 @@ void DiscoveryCallback(iscsi_context* /*iscsi*/, int status, void* command_data,
   }
 }
 
+// A header digest asked for explicitly must be in force: libiscsi accepts the target's "None"
+// to its CRC32C offer and logs in without one. Unsupported, not Unavailable: trying again gets
+// the same answer.
+Status DigestRefusal(HeaderDigest asked, const NegotiatedParams& n, const std::string& where) {
+  if (asked != HeaderDigest::kCrc32c || n.header_digest_crc32c) return Status::Ok();
+  auto answer = n.target_keys.find("HeaderDigest");
+  const std::string answered =
+      answer == n.target_keys.end() ? "no HeaderDigest" : "HeaderDigest=" + answer->second;
+  return Status::Unsupported("cannot log in to " + where +
+                             " with CRC32C header digests: the target refused them (it answered " +
+                             answered + "); --header-digest auto accepts that");
+}
+
 }  // namespace
 
 void ScsiTaskDeleter::operator()(scsi_task* task) const {
@@ -308,7 +321,12 @@ Status Connection::Login() {
   }
   login_time_ = Clock::now() - start;
   negotiated_ = ComputeNegotiated(std::move(keys));
-  return Status::Ok();
+  status = DigestRefusal(options_.header_digest, negotiated_, where());
+  if (!status.ok()) {
+    Logout();
+    Abort();
+  }
+  return status;
 }
 
 void Connection::Logout() {
