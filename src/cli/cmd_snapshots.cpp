@@ -38,46 +38,36 @@ const char* StatusText(catalog::SnapshotStatus s, bool writer_running) {
   return "?";
 }
 
-Status RunSnapshots(const SnapshotsCommandOptions& opts) {
-  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
-  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> list, repo->catalog().Snapshots(opts.all));
-  const bool any_running = std::any_of(list.begin(), list.end(), [](const auto& s) {
-    return s.status == catalog::SnapshotStatus::kRunning;
-  });
-  const bool writer_running = any_running && pipeline::WriterRunning(repo->path());
-  if (opts.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& s : list) {
-      const bool finished = s.finished_unix_ms != 0;
-      const double secs = static_cast<double>(s.finished_unix_ms - s.started_unix_ms) / 1e3;
-      out.push_back({{"id", s.id},
-                     {"status", StatusText(s.status, writer_running)},
-                     {"source", s.source},
-                     {"tag", s.tag},
-                     {"hostname", s.hostname},
-                     {"started_unix_ms", s.started_unix_ms},
-                     {"finished_unix_ms", s.finished_unix_ms},
-                     {"size_bytes", s.size_bytes},
-                     {"block_size", s.block_size},
-                     {"chunk_size", s.chunk_size},
-                     {"bytes_new", s.bytes_new},
-                     {"bytes_stored", s.bytes_stored},
-                     {"chunks_total", s.chunks_total},
-                     {"chunks_new", s.chunks_new},
-                     {"chunks_zero", s.chunks_zero},
-                     {"seconds", finished ? nlohmann::json(secs) : nlohmann::json(nullptr)},
-                     {"bytes_per_second",
-                      !finished  ? nlohmann::json(nullptr)
-                      : secs > 0 ? nlohmann::json(static_cast<double>(s.size_bytes) / secs)
-                                 : nlohmann::json(0.0)}});
-    }
-    OutputJson(out, 2);
-    return Status::Ok();
+void PrintSnapshotsJson(const std::vector<catalog::SnapshotInfo>& list, bool writer_running) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : list) {
+    const bool finished = s.finished_unix_ms != 0;
+    const double secs = static_cast<double>(s.finished_unix_ms - s.started_unix_ms) / 1e3;
+    out.push_back(
+        {{"id", s.id},
+         {"status", StatusText(s.status, writer_running)},
+         {"source", s.source},
+         {"tag", s.tag},
+         {"hostname", s.hostname},
+         {"started_unix_ms", s.started_unix_ms},
+         {"finished_unix_ms", s.finished_unix_ms},
+         {"size_bytes", s.size_bytes},
+         {"block_size", s.block_size},
+         {"chunk_size", s.chunk_size},
+         {"bytes_new", s.bytes_new},
+         {"bytes_stored", s.bytes_stored},
+         {"chunks_total", s.chunks_total},
+         {"chunks_new", s.chunks_new},
+         {"chunks_zero", s.chunks_zero},
+         {"seconds", finished ? nlohmann::json(secs) : nlohmann::json(nullptr)},
+         {"bytes_per_second", !finished  ? nlohmann::json(nullptr)
+                              : secs > 0 ? nlohmann::json(static_cast<double>(s.size_bytes) / secs)
+                                         : nlohmann::json(0.0)}});
   }
-  if (list.empty()) {
-    std::printf("no snapshots in %s\n", repo->path().c_str());
-    return Status::Ok();
-  }
+  OutputJson(out, 2);
+}
+
+void PrintSnapshotsTable(const std::vector<catalog::SnapshotInfo>& list, bool writer_running) {
   size_t tag_width = 8;  // the TAG column is as wide as the longest tag, in characters
   for (const auto& s : list)
     tag_width = std::max(tag_width, CodePoints(s.tag));
@@ -97,6 +87,22 @@ Status RunSnapshots(const SnapshotsCommandOptions& opts) {
         done ? FormatDuration(duration).c_str() : "-", StatusText(s.status, writer_running),
         done && secs > 0 ? FormatRate(static_cast<double>(s.size_bytes) / secs).c_str() : "-",
         PadRight(s.tag.empty() ? "-" : s.tag, tag_width).c_str(), s.source.c_str());
+  }
+}
+
+Status RunSnapshots(const SnapshotsCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> list, repo->catalog().Snapshots(opts.all));
+  const bool any_running = std::any_of(list.begin(), list.end(), [](const auto& s) {
+    return s.status == catalog::SnapshotStatus::kRunning;
+  });
+  const bool writer_running = any_running && pipeline::WriterRunning(repo->path());
+  if (opts.json) {
+    PrintSnapshotsJson(list, writer_running);
+  } else if (list.empty()) {
+    std::printf("no snapshots in %s\n", repo->path().c_str());
+  } else {
+    PrintSnapshotsTable(list, writer_running);
   }
   return Status::Ok();
 }
