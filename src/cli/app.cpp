@@ -132,8 +132,8 @@ int Main(int argc, char** argv) {
   if (status.ok()) return 0;
   PrintError(status.message());
   const int code = static_cast<int>(ExitCodeFor(status));
-  // With --json, stdout gets a document whatever happened: a script appending to a log (cron's
-  // '>> db.jsonl') keeps a line for the failed run too.
+  // With --json, a document whatever happened: a script appending to a log (cron's
+  // '>> db.jsonl') keeps a line for the failed run too. On JsonStream(): never into data.
   if (const auto [command, json] = ChosenCommand(app); json && !JsonPrinted()) {
     OutputJson({{"command", command}, {"error", status.message()}, {"exit_code", code}});
   }

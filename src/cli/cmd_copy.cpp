@@ -110,9 +110,7 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
                         {"peak_buffer_bytes", r.peak_buffer_bytes},
                         {"max_rss_bytes", rss}};
     internal::AddLunStats(sink, &j);  // a LUN destination: what went over the wire
-    // With the data on standard output, the summary goes to standard error.
-    std::FILE* out = opts.destination == "-" ? stderr : stdout;
-    OutputJson(j, -1, out);
+    OutputJson(j);                    // on standard error when the data goes to standard output
     return;
   }
   std::string line = "copied " + FormatBytes(r.bytes) + " in " + FormatDuration(r.elapsed) + " (" +
@@ -131,6 +129,7 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
 }
 
 Status RunCopy(const CopyCommandOptions& opts) {
+  if (opts.destination == "-") JsonStream() = stderr;  // standard output carries the data
   WB_ASSIGN_OR_RETURN(pipeline::CopyOptions copy, CopyOptionsFrom(opts));
   // With a LUN at both ends the CHAP flags go to the end(s) that name a user.
   WB_ASSIGN_OR_RETURN(

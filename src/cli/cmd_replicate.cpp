@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/json_text.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "cli/source_open.h"
@@ -41,7 +42,8 @@ Status RunReplicate(const ReplicateCommandOptions& opts) {
   request.tuning = opts.tuning;
   WB_ASSIGN_OR_RETURN(ReplicateOutcome out, ReplicateSnapshot(*repo, snap, request));
   if (opts.json) {
-    std::printf("%s\n", out.json.c_str());
+    std::printf("%s\n", out.json.c_str());  // already JSON text (ReplicateSnapshot made it)
+    JsonPrinted() = true;
   } else {
     PrintInfo(out.summary);
   }

@@ -80,6 +80,7 @@ std::string LeftBehind(OpenedSink* opened, const std::string& to) {
 }
 
 Status RunRestore(const RestoreCommandOptions& opts) {
+  if (opts.to == "-") JsonStream() = stderr;  // standard output carries the data
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
   WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo snap, ResolveSnapshot(*repo, opts.snapshot));
   if (opts.verify && opts.to == "-") {
@@ -124,7 +125,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   const double secs = std::chrono::duration<double>(result->elapsed).count();
   if (opts.json) {
     const nlohmann::json j = SummaryJson(snap, opened, *result, verified);
-    OutputJson(j, -1, opts.to == "-" ? stderr : stdout);
+    OutputJson(j);  // on standard error when the data goes to standard output
   } else {
     PrintInfo("restored snapshot " + std::to_string(snap.id) + " (" + FormatBytes(result->bytes) +
               ") to " + sink->name() + " in " + FormatDuration(result->elapsed) + " (" +

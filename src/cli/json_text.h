@@ -20,9 +20,16 @@ inline bool& JsonPrinted() {
   return printed;
 }
 
-// One JSON document and a newline on `out`.
-inline void OutputJson(const nlohmann::json& j, int indent = -1, std::FILE* out = stdout) {
-  std::fprintf(out, "%s\n", JsonText(j, indent).c_str());
+// Where the command's JSON goes: stdout, or stderr when stdout carries the data (restore or
+// copy to "-"). Set by the command before it can fail; Main's failure document follows it.
+inline std::FILE*& JsonStream() {
+  static std::FILE* stream = stdout;
+  return stream;
+}
+
+// One JSON document and a newline on JsonStream().
+inline void OutputJson(const nlohmann::json& j, int indent = -1) {
+  std::fprintf(JsonStream(), "%s\n", JsonText(j, indent).c_str());
   JsonPrinted() = true;
 }
 

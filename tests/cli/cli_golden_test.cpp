@@ -118,6 +118,14 @@ TEST_CASE("cli: a failed command given --json prints a JSON document naming the 
   CHECK(j["error"] == "no repository at " + dir / "nothing-here");
   // Without --json, stdout stays empty.
   CHECK(Run({WB_WANBACKUP_BIN, "snapshots", "--repo", dir / "nothing-here"}).out.empty());
+  // When stdout carries the data (restore to "-"), the document goes to stderr, as the
+  // command's own summary does: never into the image.
+  const RunResult streamed = Run(
+      {WB_WANBACKUP_BIN, "restore", "1", "--to", "-", "--repo", dir / "nothing-here", "--json"});
+  CHECK(streamed.exit_code == 6);
+  CHECK(streamed.out.empty());
+  CHECK(streamed.err.find("{\"command\":\"restore\",\"error\":\"no repository at") !=
+        std::string::npos);
 }
 
 TEST_CASE("cli: copy LUN to LUN takes the CHAP secret file for the end whose URL names a user",
