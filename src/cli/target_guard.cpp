@@ -34,13 +34,18 @@ Status RefuseSourceOf(pipeline::Repository& repo, const std::string& to, SourceR
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
   for (const catalog::SnapshotInfo& s : all) {
     if (!SameTarget(s.source, to)) continue;
-    if (rule == SourceRule::kAnySnapshot) {
+    // A failed run (a mistyped source, killed) does not make a disk a source: forget cannot
+    // drop its row, and it would bar the disk for good.
+    if (rule == SourceRule::kAnySnapshot && s.status == catalog::SnapshotStatus::kComplete) {
       return Status::InvalidArgument(
           to + " is the source of snapshot " + std::to_string(s.id) +
           ": replicate writes a standby copy, never a disk this repository backs up (to "
           "overwrite it anyway, 'wanbackup restore'). Nothing was written");
     }
-    if (s.status == catalog::SnapshotStatus::kRunning && pipeline::WriterRunning(repo.path())) {
+    // replicate holds the writer lock a running snapshot would need: its running rows are stale
+    // (and the probe would see replicate's own lock).
+    if (rule == SourceRule::kRunning && s.status == catalog::SnapshotStatus::kRunning &&
+        pipeline::WriterRunning(repo.path())) {
       return Status::InvalidArgument(to + " is the source of snapshot " + std::to_string(s.id) +
                                      ", running now; wait for it to finish. Nothing was written");
     }

@@ -15,7 +15,8 @@ namespace wanbackup::cli {
 std::string LunName(const std::string& spec);
 
 // Which rows make a disk off limits: a restore may write any disk but one being read by a
-// snapshot running now; a replica must be no disk this repository backs up at all.
+// snapshot running now; a replica must be no disk this repository holds a complete snapshot of
+// (replicate holds the writer lock, so no snapshot runs meanwhile).
 enum class SourceRule { kRunning, kAnySnapshot };
 
 // InvalidArgument when `to` (an iSCSI URL or a path) is the source of a snapshot the rule

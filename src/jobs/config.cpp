@@ -333,6 +333,17 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
   return h;
 }
 
+// Whether two sources name the same disk as far as the file can tell: an iSCSI LUN by target
+// and LUN (the portal may be spelled differently), a path by its text.
+bool SameDisk(const std::string& a, const std::string& b) {
+  if (initiator::LooksLikeIscsiUrl(a) && initiator::LooksLikeIscsiUrl(b)) {
+    const Result<initiator::IscsiUrl> ua = initiator::ParseIscsiUrl(a);
+    const Result<initiator::IscsiUrl> ub = initiator::ParseIscsiUrl(b);
+    return ua.ok() && ub.ok() && ua->target == ub->target && ua->lun == ub->lun;
+  }
+  return a == b;
+}
+
 // Rules that involve more than one key of a job.
 Status CheckJob(const Config& config, const JobConfig& job, const toml::table& table,
                 const std::string& file) {
@@ -357,9 +368,17 @@ Status CheckJob(const Config& config, const JobConfig& job, const toml::table& t
     return at("replica_chap_secret_file").Error("needs replica_chap_user");
   }
   for (const std::string& to : job.replicate_to) {
-    if (to == job.source) {
+    if (SameDisk(to, job.source)) {
       return at("replicate_to")
           .Error("'" + to + "' is the job's source; a replica is a standby copy");
+    }
+    // replicate refuses any disk its repository backs up: say so now, not every night.
+    for (const auto& [name, other] : config.jobs) {
+      if (other.repository == job.repository && SameDisk(to, other.source)) {
+        return at("replicate_to")
+            .Error("'" + to + "' is the source of job " + name +
+                   ", in the same repository; a replica is a standby copy");
+      }
     }
   }
   return Status::Ok();
@@ -404,8 +423,12 @@ Status ReadJobs(const std::string& file, const toml::node& node, Config* config)
     if (!keep_within.empty()) {
       WB_ASSIGN_OR_RETURN(job.retention.keep_within, pipeline::ParseRetentionDuration(keep_within));
     }
-    WB_RETURN_IF_ERROR(CheckJob(*config, job, *table, file));
     config->jobs[name] = job;
+  }
+  // Then the rules across keys, with every job known (a replica may be another job's source).
+  for (const auto& [key, value] : *jobs) {
+    WB_RETURN_IF_ERROR(
+        CheckJob(*config, config->jobs.at(std::string(key.str())), *value.as_table(), file));
   }
   return Status::Ok();
 }

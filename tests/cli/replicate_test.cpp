@@ -266,6 +266,20 @@ TEST_CASE(
   CHECK_THAT(r.err, Catch::Contains(other + " is the source of snapshot 2"));
   CHECK_THAT(r.err, Catch::Contains("Nothing was written"));
   CHECK(ReadAll(other) == kept);
+
+  // A snapshot of a disk that never finished (killed: its row stays "running", then "failed")
+  // does not bar the disk: forget cannot drop such a row.
+  const std::string spare = s.dir / "spare.img";
+  WriteImage(spare, 30, 8);
+  const RunResult killed =
+      s.repo.Wb({"snapshot", spare}, "", {{"WANBACKUP_FAILPOINT", "snapshot.before-finish"}});
+  CHECK(killed.exit_code == -1);  // died by the signal
+  Json(s.repo.Wb({"replicate", "1", "--to", spare, "--json"}));
+  CHECK(SameFile(spare, s.image));
+  s.repo.Ok({"snapshot", other});  // closes the killed run's row as failed
+  WriteImage(spare, 30, 8);
+  CHECK(s.repo.Wb({"replicate", "1", "--to", spare, "--check"}).exit_code == 0);
+  CHECK(SameFile(spare, s.image));
 }
 
 TEST_CASE("restore: over a recorded replica it is refused, naming replicate and replicas --forget",
