@@ -1,9 +1,11 @@
 #include "pipeline/snapshot_record.h"
 
 #include <cstring>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "pipeline/internal/bytes.h"
 #include "pipeline/internal/json_fields.h"
 
@@ -57,8 +59,19 @@ Result<std::vector<Digest>> DecodeMapSegment(const uint8_t* data, size_t size) {
   return digests;
 }
 
-std::string EncodeSnapshotRecord(const SnapshotRecord& r) {
+Result<std::string> EncodeSnapshotRecord(const SnapshotRecord& r) {
   const catalog::SnapshotInfo& i = r.info;
+  // JSON holds only UTF-8, and the record must hold these exactly (the catalog is checked
+  // against it): refuse what it cannot hold. The snapshot checks source and tag before it
+  // starts; this is the last line, for the host name and for migrated old snapshots.
+  for (const auto& [what, text] : {std::pair<const char*, const std::string*>{"source", &i.source},
+                                   {"tag", &i.tag},
+                                   {"host name", &i.hostname}}) {
+    if (!IsUtf8(*text)) {
+      return Status::InvalidArgument("snapshot " + std::to_string(i.id) + ": its " + what +
+                                     " is not UTF-8 text, which a snapshot record cannot hold");
+    }
+  }
   nlohmann::json segments = nlohmann::json::array();
   for (const Digest& d : r.segments)
     segments.push_back(ToHex(d.data(), d.size()));

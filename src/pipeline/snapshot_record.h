@@ -43,8 +43,8 @@ struct SnapshotRecord {
 };
 
 // JSON (a versioned object); the snapshot's status is implied: only complete snapshots have
-// a record.
-std::string EncodeSnapshotRecord(const SnapshotRecord& record);
+// a record. InvalidArgument when the source, tag or host name is not UTF-8.
+Result<std::string> EncodeSnapshotRecord(const SnapshotRecord& record);
 // Checks shape and consistency (segment count matches the size and chunk size).
 Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size);
 

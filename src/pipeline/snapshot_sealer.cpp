@@ -54,7 +54,7 @@ Result<int64_t> SnapshotSealer::Finish(const std::string& repository_id,
     return Status::Internal("sealer: the snapshot's map is not complete");
   }
   SnapshotRecord r{repository_id, info, segments_};
-  const std::string plain = EncodeSnapshotRecord(r);
+  WB_ASSIGN_OR_RETURN(const std::string plain, EncodeSnapshotRecord(r));
   record_.clear();
   const Digest digest = codec_.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()),
                                          plain.size(), RecordKind::kSnapshot, &record_);

@@ -62,7 +62,7 @@ TEST_CASE("snapshot record: a map segment with a wrong count or size is refused"
 
 TEST_CASE("snapshot record: the metadata and segment list round-trip", "[record]") {
   const SnapshotRecord r = Sample();
-  const std::string bytes = EncodeSnapshotRecord(r);
+  const std::string bytes = EncodeSnapshotRecord(r).value();
   auto decoded = DecodeSnapshotRecord(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   REQUIRE(decoded.ok());
   CHECK(decoded->repository_id == r.repository_id);
@@ -77,7 +77,7 @@ TEST_CASE("snapshot record: the metadata and segment list round-trip", "[record]
 TEST_CASE("snapshot record: a segment list that does not fit the size is refused", "[record]") {
   SnapshotRecord r = Sample();
   r.segments.pop_back();
-  const std::string bytes = EncodeSnapshotRecord(r);
+  const std::string bytes = EncodeSnapshotRecord(r).value();
   CHECK(DecodeSnapshotRecord(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
             .status()
             .code() == StatusCode::kCorruption);
@@ -119,7 +119,7 @@ TEST_CASE("snapshot record: a snapshot is sealed and an unchanged map segment is
 TEST_CASE("snapshot record: a number that is a float, negative or too large is corruption",
           "[record]") {
   const SnapshotRecord r = Sample();
-  const std::string good = EncodeSnapshotRecord(r);
+  const std::string good = EncodeSnapshotRecord(r).value();
   // Each edit replaces one integer field's value; the fuzzer found the float cases (a float
   // out of an integer's range was undefined behaviour inside the JSON library).
   const std::pair<std::string, std::string> edits[] = {
@@ -151,4 +151,18 @@ TEST_CASE("snapshot record: a number that is a float, negative or too large is c
   CHECK(DecodeForgetRecord(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())
             .status()
             .code() == StatusCode::kCorruption);
+}
+
+TEST_CASE("snapshot record: text JSON cannot hold is refused, never thrown", "[unit]") {
+  SnapshotRecord r;
+  r.repository_id = "repo";
+  r.info.id = 7;
+  r.info.source = "/dev/disk\xFE";
+  wanbackup::Result<std::string> bad = EncodeSnapshotRecord(r);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "snapshot 7: its source is not UTF-8 text, which a snapshot record cannot hold");
+  r.info.source = "/dev/sdb";
+  r.info.hostname = "host\xC3";
+  CHECK(EncodeSnapshotRecord(r).status().message().find("its host name") != std::string::npos);
 }
