@@ -149,7 +149,8 @@ class Snapshotter {
   std::map<uint64_t, std::pair<std::vector<int64_t>, uint64_t>> segments_;  // first -> ids, filled
   uint64_t done_chunks_ = 0;
   uint64_t done_bytes_ = 0;
-  Clock::time_point last_done_ = Clock::now();
+  uint64_t last_source_bytes_ = 0;              // SourceStats::bytes_read at the last report ...
+  Clock::time_point last_data_ = Clock::now();  // ... and when it last changed
   uint64_t bytes_deallocated_ = 0;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_report_ = Clock::now();
@@ -318,7 +319,6 @@ Status Snapshotter::Resolve(uint64_t index, int64_t chunk_id, const Digest& dige
   ++filled;
   ++done_chunks_;
   done_bytes_ += ChunkLength(index);
-  last_done_ = Clock::now();
   if (filled == count) {
     const int64_t t0 = ThreadCpuNs();
     WB_RETURN_IF_ERROR(catalog_.PutMapSegment(info_.id, first, ids));
@@ -399,8 +399,15 @@ void Snapshotter::Report(bool force) {
   const auto now = Clock::now();
   if (!force && now - last_report_ < options_.progress_interval) return;
   last_report_ = now;
+  // Quiet: since the source last delivered a byte (a chunk may take long to fill on a slow
+  // link; a READ completing is data arriving).
+  const SourceStats stats = source_.Stats();
+  if (stats.bytes_read != last_source_bytes_ || done_bytes_ == size_) {
+    last_source_bytes_ = stats.bytes_read;
+    last_data_ = now;
+  }
   options_.on_progress(SnapshotProgress{done_bytes_, size_, info_.bytes_new, info_.bytes_stored,
-                                        now - start_, now - last_done_, source_.Stats()});
+                                        now - start_, now - last_data_, stats});
 }
 
 Status Snapshotter::Coordinate() {
@@ -551,7 +558,7 @@ Result<SnapshotResult> Snapshotter::Run() {
   result.peak_buffer_bytes = ReserveMemory();
   WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
   start_ = Clock::now();
-  last_done_ = start_;
+  last_data_ = start_;
   std::thread reader([this] {
     ReaderLoop();
     reader_done_ = true;

@@ -38,7 +38,7 @@ struct SnapshotProgress {
   uint64_t bytes_new = 0;     // new chunk data (before compression)
   uint64_t bytes_stored = 0;  // added to packs
   std::chrono::nanoseconds elapsed{0};
-  std::chrono::nanoseconds quiet{0};  // since the last chunk was finished (a stalled link)
+  std::chrono::nanoseconds quiet{0};  // since the source last delivered data (a stalled link)
   SourceStats source;
 };
 
