@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/json_text.h"
+#include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "pipeline/forget.h"
 #include "pipeline/retention.h"
@@ -206,21 +207,6 @@ void PrintOutcome(const std::vector<int64_t>& forgotten, bool dry_run, bool upgr
     if (upgraded) PrintInfo("upgraded the repository to format 3 (forget records)");
     PrintInfo("forgot " + std::to_string(forgotten.size()) + " snapshot(s): " + JoinIds(forgotten) +
               "; 'wanbackup prune' frees their space");
-  }
-}
-
-// A replica whose snapshot is forgotten can no longer be diffed against the next one: its next
-// replicate reads it whole (over the WAN for a remote LUN). Said before, not found out after.
-void WarnReplicasLosingBase(pipeline::Repository& repo, const std::vector<int64_t>& forgotten,
-                            bool dry_run) {
-  Result<std::vector<catalog::Replica>> replicas = repo.catalog().Replicas();
-  if (!replicas.ok()) return;
-  for (const catalog::Replica& r : *replicas) {
-    if (!std::binary_search(forgotten.begin(), forgotten.end(), r.snapshot_id)) continue;
-    PrintWarning("replica " + std::to_string(r.id) + " (" + r.target + ") holds snapshot " +
-                 std::to_string(r.snapshot_id) + ", which " + (dry_run ? "would be" : "is") +
-                 " forgotten: its next replicate reads it whole to compare (keep the snapshot "
-                 "a replica holds, or replicate a newer one first)");
   }
 }
 

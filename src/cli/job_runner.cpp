@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -227,6 +228,8 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
     }
   }
   if (!forget.empty()) WB_RETURN_IF_ERROR(pipeline::ForgetSnapshots(*repo, forget).status());
+  std::sort(ids.begin(), ids.end());
+  WarnReplicasLosingBase(*repo, ids, false);  // a night whose replicate step failed
   std::string list;
   for (int64_t id : ids)
     list += (list.empty() ? ": " : ", ") + std::to_string(id);

@@ -4,6 +4,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -239,6 +240,19 @@ Status RefuseRecordedReplica(pipeline::Repository& repo, const std::string& to,
       to + " is replica " + n + " of this repository: bring it to a snapshot with 'wanbackup " +
       "replicate SNAPSHOT --to " + to + "' (it writes only what differs), or drop its record " +
       "first with 'wanbackup replicas --forget " + n + "'. Nothing was written");
+}
+
+void WarnReplicasLosingBase(pipeline::Repository& repo, const std::vector<int64_t>& forgotten,
+                            bool dry_run) {
+  Result<std::vector<catalog::Replica>> replicas = repo.catalog().Replicas();
+  if (!replicas.ok()) return;
+  for (const catalog::Replica& r : *replicas) {
+    if (!std::binary_search(forgotten.begin(), forgotten.end(), r.snapshot_id)) continue;
+    PrintWarning("replica " + std::to_string(r.id) + " (" + r.target + ") holds snapshot " +
+                 std::to_string(r.snapshot_id) + ", which " + (dry_run ? "would be" : "is") +
+                 " forgotten: its next replicate reads it whole to compare (keep the snapshot "
+                 "a replica holds, or replicate a newer one first)");
+  }
 }
 
 }  // namespace wanbackup::cli

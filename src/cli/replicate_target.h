@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "catalog/catalog.h"
 #include "cli/sink_open.h"
@@ -41,5 +42,10 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
 // next replicate would trust it. A file the restore has just created is no replica.
 Status RefuseRecordedReplica(pipeline::Repository& repo, const std::string& to,
                              const OpenedSink& opened);
+
+// A warning for each replica that holds one of the `forgotten` snapshot ids (sorted): with no
+// base to diff against, its next replicate reads it whole (over the WAN for a remote LUN).
+void WarnReplicasLosingBase(pipeline::Repository& repo, const std::vector<int64_t>& forgotten,
+                            bool dry_run);
 
 }  // namespace wanbackup::cli

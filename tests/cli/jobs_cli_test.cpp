@@ -2,6 +2,7 @@
 // history, the dry run, and bad configs. The WAN and the generated units: integration/jobs_test.
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -145,6 +146,24 @@ TEST_CASE("run: every failed replica is counted in the run's one error line", "[
   const nlohmann::json jobs = s.Json({"jobs"});
   CHECK(jobs["jobs"][0]["runs"][0]["error"].get<std::string>().find("1 more of 3") !=
         std::string::npos);
+}
+
+TEST_CASE("run: the forget step warns when it forgets the snapshot a replica holds", "[jobs]") {
+  JobSetup s;
+  const std::string standby = s.dir / "standby.img";
+  s.Write("keep_last = 1\nreplicate_to = [\"" + standby + "\"]\n");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});  // the replica holds snapshot 1
+  // The next night the replica cannot be written (its directory is gone), so it stays at 1,
+  // which keep_last = 1 then forgets.
+  const std::string moved = s.dir / "standby.moved";
+  REQUIRE(std::rename(standby.c_str(), moved.c_str()) == 0);
+  REQUIRE(::mkdir(standby.c_str(), 0700) == 0);
+  WriteNoiseImage(s.image, 2, 2);
+  const RunResult r = s.Wb({"run", "disk"});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);  // the replicate step failed
+  CHECK(r.err.find("holds snapshot 1, which is forgotten") != std::string::npos);
 }
 
 TEST_CASE("jobs: a repository that is not there is named as such", "[jobs]") {
