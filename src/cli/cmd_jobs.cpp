@@ -64,18 +64,22 @@ void PrintJson(const jobs::Config& config, const std::vector<JobView>& views) {
     nlohmann::json runs = nlohmann::json::array();
     for (const catalog::JobRun& r : v.runs)
       runs.push_back(RunJson(r));
-    list.push_back({{"job", v.job->name},
-                    {"repository", v.job->repository},
-                    {"source", v.job->source},
-                    {"schedule", v.job->schedule},
-                    {"next_run_unix_ms", v.next_run_unix_ms},
-                    {"state", State(v)},
-                    {"runs", runs},
-                    {"history_error", v.history_error.empty() ? nlohmann::json()
-                                                              : nlohmann::json(v.history_error)}});
+    list.push_back(
+        {{"job", v.job->name},
+         {"repository", v.job->repository},
+         {"source", v.job->source},
+         {"schedule", v.job->schedule},
+         {"next_run_unix_ms", v.next_run_unix_ms != 0 ? nlohmann::json(v.next_run_unix_ms)
+                                                      : nlohmann::json()},  // null: no schedule
+         {"state", State(v)},
+         {"runs", runs},
+         {"history_error",
+          v.history_error.empty() ? nlohmann::json() : nlohmann::json(v.history_error)}});
   }
   // As the user named it, made absolute: a script may run from another directory.
-  const std::string path = std::filesystem::absolute(config.path).lexically_normal().string();
+  std::error_code ec;  // a working directory that is gone: the path as given
+  const std::filesystem::path absolute = std::filesystem::absolute(config.path, ec);
+  const std::string path = ec ? config.path : absolute.lexically_normal().string();
   OutputJson(nlohmann::json({{"config", path}, {"jobs", list}}), 2);
 }
 

@@ -84,7 +84,7 @@ TEST_CASE(
   CHECK(jobs["jobs"][0]["state"] == "ok");
   REQUIRE(jobs["jobs"][0]["runs"].size() == 3);
   CHECK(jobs["jobs"][0]["runs"][0]["snapshot"] == last["snapshot"]);
-  CHECK(jobs["jobs"][0]["next_run_unix_ms"] == 0);  // no schedule
+  CHECK(jobs["jobs"][0]["next_run_unix_ms"].is_null());  // no schedule
   CHECK(jobs["jobs"][0]["history_error"].is_null());
   // A config named relative to the working directory is reported as an absolute path.
   const RunResult relative =

@@ -374,6 +374,7 @@ TEST_CASE(
   CHECK(second()["status"] == "running");
   CHECK(second()["seconds"].is_null());  // not finished: no duration, no rate
   CHECK(second()["bytes_per_second"].is_null());
+  CHECK(second()["finished_unix_ms"].is_null());
   snap.Kill(SIGKILL);
   snap.Wait(std::chrono::seconds(10));
   CHECK(RunningSnapshots(s.repo.catalog()) == 1);  // the killed run's row stays behind
