@@ -136,16 +136,14 @@ TEST_CASE("cli: copy LUN to LUN takes the CHAP secret file for the end whose URL
   const std::string secret = dir / "chap.secret";
   std::ofstream(secret) << "alice-secret-01\n";
   std::filesystem::permissions(secret, std::filesystem::perms::owner_read);
-  for (const auto& [from, to] :
-       {std::pair<std::string, std::string>{"iscsi://alice@127.0.0.1:9/iqn.x:chap/1",
-                                            "iscsi://127.0.0.1:9/iqn.x:open/1"},
-        std::pair<std::string, std::string>{"iscsi://127.0.0.1:9/iqn.x:open/1",
-                                            "iscsi://alice@127.0.0.1:9/iqn.x:chap/1"}}) {
-    RunResult r = Wanbackup({"copy", from, to, "--chap-secret-file", secret});
-    INFO(from << " -> " << to << ": " << r.err);
-    CHECK(r.exit_code == 4);
-    CHECK(r.err.find("Connection refused") != std::string::npos);
-  }
+  // (With user@ on the source the source's login fails first here, whatever the destination
+  // does: that direction is covered through a real target in tests/integration/copy_test.cpp.)
+  const std::string from = "iscsi://127.0.0.1:9/iqn.x:open/1";
+  const std::string to = "iscsi://alice@127.0.0.1:9/iqn.x:chap/1";
+  RunResult r = Wanbackup({"copy", from, to, "--chap-secret-file", secret});
+  INFO(r.err);
+  CHECK(r.exit_code == 4);
+  CHECK(r.err.find("Connection refused") != std::string::npos);
   // With no user in either URL nor --chap-user the file is for nobody: refused before a login.
   RunResult nobody = Wanbackup({"copy", "iscsi://127.0.0.1:9/iqn.x:a/1",
                                 "iscsi://127.0.0.1:9/iqn.x:b/1", "--chap-secret-file", secret});
