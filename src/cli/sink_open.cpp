@@ -19,12 +19,7 @@ Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, Existi
     opened.sink = std::move(file);
     return opened;
   }
-  WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(spec));
-  if (url.target.empty() || !url.lun) {
-    return Status::InvalidArgument("'" + url.ToDisplayString() +
-                                   "' names no LUN: use iscsi://host[:port]/target-iqn/lun "
-                                   "(wanbackup probe lists them)");
-  }
+  WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseLunUrl(spec));
   initiator::IscsiSinkOptions options;
   options.lun = *url.lun;
   options.image_size = image_size;

@@ -23,12 +23,7 @@ Result<OpenedSource> OpenUnpaced(const std::string& spec, const TargetFlags& tar
     WB_ASSIGN_OR_RETURN(opened.source, pipeline::FileSource::Open(AbsoluteLocalPath(spec)));
     return opened;
   }
-  WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseIscsiUrl(spec));
-  if (url.target.empty() || !url.lun) {
-    return Status::InvalidArgument("'" + url.ToDisplayString() +
-                                   "' names no LUN: use iscsi://host[:port]/target-iqn/lun "
-                                   "(wanbackup probe lists them)");
-  }
+  WB_ASSIGN_OR_RETURN(initiator::IscsiUrl url, initiator::ParseLunUrl(spec));
   initiator::IscsiSourceOptions options;
   options.lun = *url.lun;
   WB_ASSIGN_OR_RETURN(options.connection, BuildConnectionOptions(std::move(url), target));

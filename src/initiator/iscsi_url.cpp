@@ -101,6 +101,16 @@ Status ParsePath(std::string_view text, std::string_view path, IscsiUrl* url) {
 
 }  // namespace
 
+Result<IscsiUrl> ParseLunUrl(std::string_view text) {
+  WB_ASSIGN_OR_RETURN(IscsiUrl url, ParseIscsiUrl(text));
+  if (url.target.empty() || !url.lun) {
+    return Status::InvalidArgument("'" + url.ToDisplayString() +
+                                   "' names no LUN: use iscsi://host[:port]/target-iqn/lun "
+                                   "(wanbackup probe lists them)");
+  }
+  return url;
+}
+
 bool LooksLikeIscsiUrl(std::string_view text) {
   return text.starts_with(kScheme);
 }

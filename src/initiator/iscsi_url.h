@@ -32,6 +32,10 @@ struct IscsiUrl {
 // "iSCSI URL 'iscsi://h/iqn/x': LUN 'x' is not a number".
 Result<IscsiUrl> ParseIscsiUrl(std::string_view text);
 
+// As ParseIscsiUrl, for a URL that must name one LUN (a source or destination of data):
+// InvalidArgument "'URL' names no LUN: ..." when it names only a portal or a target.
+Result<IscsiUrl> ParseLunUrl(std::string_view text);
+
 // True when `text` looks like an iSCSI URL (starts with "iscsi://"); used to tell URLs from paths.
 bool LooksLikeIscsiUrl(std::string_view text);
 

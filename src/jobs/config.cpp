@@ -200,12 +200,8 @@ Status Source(const std::string& source) {
           "no secrets in the config file: give the CHAP user as chap_user and the secret in "
           "a file named by chap_secret_file");
     }
-    // As the run would parse it, so that a dry run catches what the run would refuse.
-    WB_ASSIGN_OR_RETURN(const initiator::IscsiUrl url, initiator::ParseIscsiUrl(source));
-    if (url.target.empty() || !url.lun) {
-      return Status::InvalidArgument("names no LUN: expected iscsi://host[:port]/target-iqn/lun");
-    }
-    return Status::Ok();
+    // As the run parses it, so that a dry run catches what the run would refuse.
+    return initiator::ParseLunUrl(source).status();
   }
   if (source.empty() || source[0] != '/') {
     return Status::InvalidArgument(

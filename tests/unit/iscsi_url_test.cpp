@@ -65,3 +65,16 @@ TEST_CASE("iscsi url: malformed URLs get one-line errors that hide secrets", "[u
     CHECK(u.status().message().find('\n') == std::string::npos);
   }
 }
+
+TEST_CASE("ParseLunUrl: a data URL must name a LUN, and the error hides the secret", "[url]") {
+  using wanbackup::initiator::ParseLunUrl;
+  CHECK(ParseLunUrl("iscsi://host/iqn.2001-05.com.example:db/3").value().lun == 3);
+  for (const char* url : {"iscsi://al%topsecret@host/iqn.2001-05.com.example:db", "iscsi://host"}) {
+    INFO(url);
+    Result<IscsiUrl> u = ParseLunUrl(url);
+    REQUIRE_FALSE(u.ok());
+    CHECK(u.status().message().find("names no LUN") != std::string::npos);
+    CHECK(u.status().message().find("topsecret") == std::string::npos);
+  }
+  CHECK(ParseLunUrl("iscsi://host/iqn/x").status().message().find("LUN 'x'") != std::string::npos);
+}
