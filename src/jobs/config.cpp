@@ -371,9 +371,10 @@ Status CheckJob(const Config& config, const JobConfig& job, const toml::table& t
     // replicate refuses any disk its repository backs up: say so now, not every night.
     for (const auto& [name, other] : config.jobs) {
       if (other.repository == job.repository && SameDisk(to, other.source)) {
+        std::string why = "'";
+        why.append(to).append("' is the source of job ").append(name);
         return at("replicate_to")
-            .Error("'" + to + "' is the source of job " + name +
-                   ", in the same repository; a replica is a standby copy");
+            .Error(why + ", in the same repository; a replica is a standby copy");
       }
     }
   }

@@ -193,11 +193,12 @@ TEST_CASE("job config: an iSCSI URL the run would refuse is refused when the fil
                                  std::string("iscsi://san:99999/iqn.2001-05.com.example:db/1"),
                                  std::string("iscsi://san")}) {
     INFO(url);
-    const std::string source = d.Refused(head + "source = \"" + url + "\"\n");
-    CHECK(source.find(d.config + ":7: jobs.db.source: ") == 0);
-    const std::string replica =
-        d.Refused(head + "source = \"/dev/sda\"\nreplicate_to = [\"" + url + "\"]\n");
-    CHECK(replica.find(d.config + ":8: jobs.db.replicate_to: ") == 0);
+    std::string as_source = head;
+    as_source.append("source = \"").append(url).append("\"\n");
+    CHECK(d.Refused(as_source).find(d.config + ":7: jobs.db.source: ") == 0);
+    std::string as_replica = head;
+    as_replica.append("source = \"/dev/sda\"\nreplicate_to = [\"").append(url).append("\"]\n");
+    CHECK(d.Refused(as_replica).find(d.config + ":8: jobs.db.replicate_to: ") == 0);
   }
 }
 
