@@ -12,7 +12,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/exit_codes.h"
-#include "cli/json_text.h"
+#include "cli/internal/json_text.h"
 #include "common/cancel.h"
 #include "common/version.h"
 #include "pipeline/primitives.h"

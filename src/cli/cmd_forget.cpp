@@ -13,7 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
-#include "cli/json_text.h"
+#include "cli/internal/json_text.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "pipeline/forget.h"

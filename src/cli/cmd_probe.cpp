@@ -8,7 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
-#include "cli/json_text.h"
+#include "cli/internal/json_text.h"
 #include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
 #include "common/units.h"

@@ -9,8 +9,8 @@
 #include "cli/console.h"
 #include "cli/exit_codes.h"
 #include "cli/internal/job_run_json.h"
+#include "cli/internal/json_text.h"
 #include "cli/job_runner.h"
-#include "cli/json_text.h"
 #include "jobs/config.h"
 
 namespace wanbackup::cli {

@@ -9,7 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
-#include "cli/json_text.h"
+#include "cli/internal/json_text.h"
 #include "cli/repo_flags.h"
 #include "common/text.h"
 #include "common/units.h"

@@ -8,7 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
-#include "cli/json_text.h"
+#include "cli/internal/json_text.h"
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"

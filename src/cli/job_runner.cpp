@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/console.h"
-#include "cli/json_text.h"
+#include "cli/internal/json_text.h"
 #include "cli/metrics_textfile.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/console.h"
+#include "cli/internal/json_text.h"
 #include "cli/internal/sink_json.h"
-#include "cli/json_text.h"
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
