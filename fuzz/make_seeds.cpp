@@ -53,7 +53,7 @@ std::string SnapshotRecordText() {
   r.info.started_unix_ms = 1764000000000;
   r.info.finished_unix_ms = 1764000001000;
   r.segments = {Digest{1, 2, 3}};
-  return EncodeSnapshotRecord(r);
+  return EncodeSnapshotRecord(r).value();
 }
 
 }  // namespace

@@ -12,7 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)DecodeMapSegment(data, size);
   auto record = DecodeSnapshotRecord(data, size);
   if (!record.ok()) return 0;
-  const std::string again = EncodeSnapshotRecord(*record);
+  auto encoded = EncodeSnapshotRecord(*record);  // what decoded is UTF-8: it must encode
+  if (!encoded.ok()) std::abort();
+  const std::string& again = *encoded;
   auto decoded = DecodeSnapshotRecord(reinterpret_cast<const uint8_t*>(again.data()), again.size());
   if (!decoded.ok() || decoded->segments != record->segments ||
       decoded->info.size_bytes != record->info.size_bytes ||
