@@ -28,20 +28,14 @@ class WorkQueue {
   // Blocks until an item is there or the queue is closed and empty (nullopt).
   std::optional<T> Pop() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return !items_.empty() || closed_; });
-    if (items_.empty()) return std::nullopt;
-    T item = std::move(items_.front());
-    items_.pop_front();
-    return item;
+    cv_.wait(lock, [this] { return Ready(); });
+    return TakeFront();
   }
   // As Pop, but waits at most `wait`: nullopt with *timed_out set when nothing came.
   std::optional<T> PopFor(std::chrono::nanoseconds wait, bool* timed_out) {
     std::unique_lock<std::mutex> lock(mu_);
-    *timed_out = !cv_.wait_for(lock, wait, [this] { return !items_.empty() || closed_; });
-    if (items_.empty()) return std::nullopt;
-    T item = std::move(items_.front());
-    items_.pop_front();
-    return item;
+    *timed_out = !cv_.wait_for(lock, wait, [this] { return Ready(); });
+    return TakeFront();
   }
   void Close() {
     {
@@ -52,6 +46,14 @@ class WorkQueue {
   }
 
  private:
+  bool Ready() const { return !items_.empty() || closed_; }  // REQUIRES: mu_ held
+  std::optional<T> TakeFront() {                             // REQUIRES: mu_ held
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<T> items_;  // GUARDED_BY(mu_)
