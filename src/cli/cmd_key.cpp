@@ -127,8 +127,9 @@ void RegisterKey(CLI::App& app, Runner* runner) {
       "Replace the passphrase or key file, or raise the passphrase's cost (the data is not "
       "rewritten)");
   AddRepoFlags(change, &opts->repo);
-  change->add_option("--new-password-file", opts->new_password_file,
-                     "file with the new passphrase (or $WANBACKUP_NEW_PASSWORD, or asked twice)");
+  change->add_option(
+      "--new-password-file", opts->new_password_file,
+      "file with the new passphrase, mode 0600 (or $WANBACKUP_NEW_PASSWORD, or asked twice)");
   change->add_option("--new-key-file", opts->new_key_file,
                      "switch to this key file (created, mode 0600, if missing)");
   change->add_option("--kdf-memory", opts->kdf_memory,

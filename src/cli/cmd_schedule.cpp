@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string_view>
 
@@ -18,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/units.h"
+#include "common/atomic_file.h"
 #include "jobs/calendar.h"
 #include "jobs/config.h"
 
@@ -101,15 +101,7 @@ Status WriteUnit(const std::string& dir, const UnitFile& unit) {
   if (::mkdir(path.substr(0, slash).c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "creating " + path.substr(0, slash));
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << unit.text;
-    out.flush();
-    if (!out) return Status::FromErrno(errno, "writing " + tmp);
-  }
-  ::chmod(tmp.c_str(), 0644);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "writing " + path);
+  WB_RETURN_IF_ERROR(WriteFileAtomically(path, unit.text, 0644));
   PrintInfo("wrote " + path);
   return Status::Ok();
 }

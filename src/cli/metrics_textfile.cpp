@@ -1,12 +1,10 @@
 #include "cli/metrics_textfile.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
+
+#include "common/atomic_file.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -26,9 +24,13 @@ constexpr Metric kMetrics[] = {
 // metric -> job -> value, from an existing file (lines we do not understand are dropped).
 using Samples = std::map<std::string, std::map<std::string, std::string>>;
 
+// A symlink or other non-file at `path` is read as empty (and replaced): what it points to is
+// never read, so a planted link cannot copy a root-only file into the world-readable textfile.
 Samples ReadSamples(const std::string& path) {
   Samples samples;
-  std::ifstream in(path);
+  std::string content;
+  if (!ReadRegularFileNoFollow(path, &content).ok()) return samples;
+  std::istringstream in(content);
   std::string line;
   while (std::getline(in, line)) {
     const size_t open = line.find("{job=\"");
@@ -70,21 +72,9 @@ Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run) {
     for (const auto& [job, value] : it->second)
       text << m.name << "{job=\"" << job << "\"} " << value << "\n";
   }
-  // node_exporter reads *.prom only: the temporary name does not end so.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text.str();
-    out.flush();
-    if (!out) return Status::FromErrno(errno, "writing " + tmp);
-  }
-  ::chmod(tmp.c_str(), 0644);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Status::FromErrno(errno, "renaming " + tmp + " to " + path);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return Status::Ok();
+  // A temporary created exclusively next to the file, then renamed: the textfile directory may
+  // be writable by others, and we run as root.
+  return WriteFileAtomically(path, text.str(), 0644);
 }
 
 }  // namespace wanbackup::cli

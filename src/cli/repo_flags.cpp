@@ -100,9 +100,7 @@ Result<std::string> RepoPath(const RepoFlags& flags) {
 Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
                               const std::string& prompt, bool confirm) {
   if (!file.empty()) {
-    std::string warning;
-    Result<Secret> s = ReadSecretFile(file, &warning);
-    if (!warning.empty()) PrintWarning(warning);
+    Result<Secret> s = ReadSecretFile(file);
     if (!s.ok()) return s.status().WithContext("password file");
     return s;
   }

@@ -11,9 +11,7 @@ namespace {
 // Secret precedence: file flag, then environment; `what` names it in messages.
 Result<Secret> LoadSecret(const std::string& file, const char* env, const std::string& what) {
   if (!file.empty()) {
-    std::string warning;
-    Result<Secret> secret = ReadSecretFile(file, &warning);
-    if (!warning.empty()) PrintWarning(warning);
+    Result<Secret> secret = ReadSecretFile(file);
     if (!secret.ok()) return secret.status().WithContext(what);
     return secret;
   }
@@ -59,8 +57,9 @@ void AddTargetFlags(CLI::App* command, TargetFlags* flags) {
                    "--chap-secret-file or $WANBACKUP_CHAP_SECRET")
       ->group(group);
   command
-      ->add_option("--chap-secret-file", flags->chap_secret_file,
-                   "file whose first line is the CHAP secret (keep it mode 0600)")
+      ->add_option(
+          "--chap-secret-file", flags->chap_secret_file,
+          "file whose first line is the CHAP secret (mode 0600, yours or root's; else refused)")
       ->group(group);
   command
       ->add_option("--target-chap-user", flags->target_chap_user,

@@ -13,6 +13,8 @@
 
 #include <sodium.h>
 
+#include "common/file_trust.h"
+
 namespace wanbackup {
 namespace {
 
@@ -93,7 +95,7 @@ void Secret::Resize(size_t size) {
   data_[size_] = '\0';
 }
 
-Result<Secret> ReadSecretFile(const std::string& path, std::string* warning) {
+Result<Secret> ReadSecretFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "cannot open secret file " + path);
   struct stat st {};
@@ -106,8 +108,9 @@ Result<Secret> ReadSecretFile(const std::string& path, std::string* warning) {
     ::close(fd);
     return Status::InvalidArgument("secret file " + path + " is not a regular file");
   }
-  if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0 && warning != nullptr) {
-    *warning = "secret file " + path + " is readable by group or others; chmod 600 it";
+  if (Status trusted = CheckTrustedFile(path, st, TrustedFile::kSecret); !trusted.ok()) {
+    ::close(fd);
+    return trusted;
   }
   // Straight into locked memory, until the first line is complete.
   Secret text;

@@ -59,9 +59,10 @@ class Secret {
 };
 
 // Reads a secret from the first line of `path` (trailing CR/LF removed). Fails on an empty or
-// unreadable file. When the file is readable by group or others, *warning is set to a message
-// the caller should print (like ssh, we say so; unlike ssh, we still go on).
-Result<Secret> ReadSecretFile(const std::string& path, std::string* warning);
+// unreadable file, and on one CheckTrustedFile refuses (common/file_trust.h: others can read it,
+// or it or a directory above it is not yours or root's, or others can write there), as the job
+// config refuses it: one rule for every credential file.
+Result<Secret> ReadSecretFile(const std::string& path);
 
 // Reads one line from `fd` (a terminal), byte by byte, into locked memory; the newline is not
 // part of it. Stops at end of input.

@@ -10,6 +10,7 @@
 #include <functional>
 #include <utility>
 
+#include "common/file_trust.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/prune_plan.h"
@@ -59,46 +60,25 @@ Status UnknownKey(const Place& at, const std::string& key, const std::vector<std
   return at.Error(std::string("unknown key") + kExample);
 }
 
-// A credential file: present, a regular file, readable by its owner only, owned by us or root.
+// A credential file: an absolute path CheckTrustedFile accepts (as every credential loader).
 Status CheckSecretFile(const Place& at, const std::string& path) {
-  struct stat st {};
   if (path.empty() || path[0] != '/') return at.Error("'" + path + "' must be an absolute path");
-  if (::stat(path.c_str(), &st) != 0) {
-    return at.Error(Status::FromErrno(errno, path).message());
-  }
-  if (!S_ISREG(st.st_mode)) return at.Error(path + " is not a regular file");
-  if ((st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return at.Error(path + " can be read or changed by others (mode " + mode +
-                    "); it holds a secret: chmod 600 " + path);
-  }
-  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
-    return at.Error(path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")");
-  }
+  const Status trusted = CheckTrustedFile(path, TrustedFile::kSecret);
+  if (!trusted.ok()) return at.Error(trusted.message());
   return Status::Ok();
 }
 
+// A config file CheckTrustedFile refuses is a bad config (exit 2), as its keys' errors are.
 Status CheckConfigFile(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    Status s = Status::FromErrno(errno, "config file " + path);
-    if (s.code() == StatusCode::kNotFound) {
-      return Status::NotFound("config file " + path +
-                              " does not exist (give --config FILE or set $" + kConfigEnv +
-                              "; an example: conf/wanbackup.toml.example)");
-    }
-    return s;
+  const Status trusted = CheckTrustedFile(path, TrustedFile::kConfig);
+  if (trusted.code() == StatusCode::kNotFound) {
+    return Status::NotFound("config file " + path + " does not exist (give --config FILE or set $" +
+                            kConfigEnv + "; an example: conf/wanbackup.toml.example)");
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH | S_IROTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status::InvalidArgument(path + ": others can " +
-                                   ((st.st_mode & S_IROTH) != 0 ? "read" : "change") +
-                                   " this file (mode " + mode + "); it says what runs as " +
-                                   "whom with which secrets: chmod 600 (or 640) " + path);
+  if (trusted.code() == StatusCode::kPermissionDenied) {
+    return Status::InvalidArgument(trusted.message());
   }
-  return Status::Ok();
+  return trusted;
 }
 
 using Handler = std::function<Status(const Place&, const toml::node&)>;

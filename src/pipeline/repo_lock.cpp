@@ -39,13 +39,14 @@ void WriteLine(int fd, const std::string& line) {
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, line.data(), line.size(), 0);
 }
 
-// Opens (creating, 0600) a lock file; read-only where it cannot be created or written.
+// Opens (creating, 0600) a lock file, never through a symlink (root must not write where a link
+// planted in a shared repository points); read-only where it cannot be created or written.
 int OpenLockFile(const std::string& path, bool* read_only) {
   *read_only = false;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) return fd;
   const int err = errno;
-  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
     *read_only = true;
     return fd;
@@ -69,7 +70,7 @@ std::string LiveReaders(const std::string& dir) {
     std::string path = dir;
     path += "/";
     path += name;
-    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
       ::unlink(path.c_str());  // its reader is gone
@@ -159,7 +160,7 @@ int AddReaderLine(const std::string& dir, const std::string& command, std::strin
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
   static int serial = 0;
   *path = dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
-  const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
     WriteLine(fd, HolderLine(command));
     return fd;

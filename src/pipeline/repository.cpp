@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sodium.h>
 
+#include "common/atomic_file.h"
 #include "pipeline/fs_util.h"
 #include "pipeline/internal/json_fields.h"
 
@@ -37,33 +38,10 @@ Status MakeDir(const std::string& path) {
   return Status::Ok();
 }
 
-// Writes `content` to `path` atomically and durably: temp file (0600), fsync, rename, fsync dir.
+// Writes `content` to dir/name atomically and durably (0600; common/atomic_file.h).
 Status WriteFileAtomic(const std::string& dir, const std::string& name,
                        const std::string& content) {
-  const std::string tmp = Join(dir, "." + name + ".tmp");
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FromErrno(errno, "creating " + tmp);
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      return Status::FromErrno(err, "writing " + tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "flushing " + tmp);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), Join(dir, name).c_str()) != 0) {
-    return Status::FromErrno(errno, "renaming " + tmp);
-  }
-  return SyncDir(dir);
+  return WriteFileAtomically(Join(dir, name), content, 0600);
 }
 
 bool DirIsEmptyOrMissing(const std::string& path, bool* exists) {
@@ -79,8 +57,7 @@ bool DirIsEmptyOrMissing(const std::string& path, bool* exists) {
 }
 
 Result<Secret> ReadKeyFile(const std::string& path) {
-  std::string warning;
-  Result<Secret> s = ReadSecretFile(path, &warning);
+  Result<Secret> s = ReadSecretFile(path);
   if (!s.ok()) return s.status().WithContext("key file");
   return s;
 }
@@ -279,7 +256,8 @@ Status MakeLayout(const std::string& path, bool exists) {
   WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
   WB_RETURN_IF_ERROR(MakeDir(Join(path, "readers")));
   for (const char* name : {"lock", "lock.shared"}) {
-    const int fd = ::open(Join(path, name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    const int fd =
+        ::open(Join(path, name).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return Status::FromErrno(errno, "creating " + Join(path, name));
     ::close(fd);
   }

@@ -197,7 +197,7 @@ TEST_CASE("run: a bad config is one line naming file, line and key: exit 2, noth
   REQUIRE(::chmod(s.config.c_str(), 0644) == 0);
   const RunResult loose = s.Wb({"jobs"});
   CHECK(loose.exit_code == 2);
-  CHECK(loose.err.find("others can read this file") != std::string::npos);
+  CHECK(loose.err.find(s.config + ": readable by others (mode 0644)") != std::string::npos);
 }
 
 TEST_CASE("schedule: systemd units from conf/ with the job's schedule, or a crontab line",

@@ -9,8 +9,10 @@ namespace wanbackup::testing {
 
 class TempDir {
  public:
-  // Creates <parent>/wb-<label>-XXXXXX (fails the test when it cannot).
-  explicit TempDir(const std::string& label = "test", const std::string& parent = "/tmp");
+  // Creates <parent>/wb-<label>-XXXXXX (fails the test when it cannot). The default parent is
+  // the build tree's test-tmp/ (0755, root's), not /tmp: wanbackup refuses config and credential
+  // files below a directory others can write (common/file_trust.h), and /tmp is one.
+  explicit TempDir(const std::string& label = "test", const std::string& parent = "");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

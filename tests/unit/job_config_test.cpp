@@ -130,7 +130,8 @@ TEST_CASE("job config: credential files must exist and be readable by their owne
   REQUIRE(::chmod(d.chap.c_str(), 0644) == 0);
   const std::string loose = d.Refused(d.Repos() + d.Job());
   CHECK(loose.find(":9: jobs.db.chap_secret_file: " + d.chap +
-                   " can be read or changed by others (mode 0644)") != std::string::npos);
+                   ": readable by others (mode 0644); it holds a secret: chmod 600 " + d.chap) !=
+        std::string::npos);
 }
 
 TEST_CASE("job config: no secret inline, and a config file others can read is refused",
@@ -139,8 +140,8 @@ TEST_CASE("job config: no secret inline, and a config file others can read is re
   CHECK(d.Refused(d.Repos() + "[jobs.db]\nrepository = \"main\"\n"
                               "source = \"iscsi://u%pw@san/iqn.x:y/1\"\n")
             .find("no secrets in the config file") != std::string::npos);
-  CHECK(d.Refused(d.Repos(), 0644).find("others can read this file (mode 0644)") !=
-        std::string::npos);
+  CHECK(d.Refused(d.Repos(), 0644) == d.config + ": readable by others (mode 0644); it says what " +
+                                          "runs as whom with which secrets: chmod 600 " + d.config);
   CHECK(d.Load(d.Repos(), 0640).ok());
 }
 

@@ -1,5 +1,6 @@
 #include "common/secret.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,13 +9,18 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.h"
+
 using namespace wanbackup;
 
 namespace {
 
+// A file in a fresh test directory (wanbackup refuses a secret under /tmp: others write there).
 std::string TempFile(const std::string& content, mode_t mode) {
-  char path[] = "/tmp/wb-secret-XXXXXX";
-  const int fd = ::mkstemp(path);
+  static wanbackup::testing::TempDir dir("secret");
+  static int serial = 0;
+  const std::string path = dir / ("secret-" + std::to_string(++serial));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   REQUIRE(fd >= 0);
   REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
   ::fchmod(fd, mode);
@@ -26,36 +32,35 @@ std::string TempFile(const std::string& content, mode_t mode) {
 
 TEST_CASE("secret file: the first line without its line ending is the secret", "[secret]") {
   const std::string path = TempFile("s3cret-value\r\nsecond line\n", 0600);
-  std::string warning;
-  Result<Secret> s = ReadSecretFile(path, &warning);
+  Result<Secret> s = ReadSecretFile(path);
   ::unlink(path.c_str());
   REQUIRE(s.ok());
   CHECK(s->reveal() == "s3cret-value");
-  CHECK(warning.empty());
 }
 
-TEST_CASE("secret file: a file others can read draws a warning", "[secret]") {
+TEST_CASE("secret file: a file others can read is refused, as the job config refuses it",
+          "[secret]") {
   const std::string path = TempFile("x\n", 0644);
-  std::string warning;
-  Result<Secret> s = ReadSecretFile(path, &warning);
+  Result<Secret> s = ReadSecretFile(path);
   ::unlink(path.c_str());
-  REQUIRE(s.ok());
-  CHECK(warning.find("chmod 600") != std::string::npos);
+  CHECK(s.status().code() == StatusCode::kPermissionDenied);
+  CHECK(s.status().message() ==
+        path + ": readable by others (mode 0644); it holds a secret: chmod 600 " + path);
 }
 
 TEST_CASE("secret file: empty and missing files are errors", "[secret]") {
   const std::string path = TempFile("", 0600);
-  Result<Secret> empty = ReadSecretFile(path, nullptr);
+  Result<Secret> empty = ReadSecretFile(path);
   ::unlink(path.c_str());
   CHECK(empty.status().code() == StatusCode::kInvalidArgument);
   CHECK(empty.status().message() == "secret file " + path + " is empty");
-  CHECK(ReadSecretFile("/nonexistent/secret", nullptr).status().code() == StatusCode::kNotFound);
+  CHECK(ReadSecretFile("/nonexistent/secret").status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("secret file: a blank first line is refused as such, not as an empty file", "[secret]") {
   for (const char* content : {"\n", "\r\nsecret on the second line\n"}) {
     const std::string path = TempFile(content, 0600);
-    Result<Secret> blank = ReadSecretFile(path, nullptr);
+    Result<Secret> blank = ReadSecretFile(path);
     ::unlink(path.c_str());
     CHECK(blank.status().code() == StatusCode::kInvalidArgument);
     CHECK(blank.status().message() ==

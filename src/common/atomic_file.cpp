@@ -1,0 +1,105 @@
+#include "common/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace wanbackup {
+namespace {
+
+// "<dir>/.<name>.tmp-<12 random letters>": hidden, and not ending as the target does (a
+// node_exporter reads *.prom only).
+std::string TempName(const std::string& dir, const std::string& name) {
+  static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  uint8_t random[12] = {};
+  size_t got = 0;
+  while (got < sizeof random) {
+    const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  std::string tmp = dir + "/." + name + ".tmp-";
+  for (const uint8_t b : random)
+    tmp += kLetters[b % (sizeof kLetters - 1)];
+  return tmp;
+}
+
+// Ends a failed write: the temporary goes, the error is the first one's.
+Status Abandon(int fd, const std::string& tmp, const Status& why) {
+  if (fd >= 0) ::close(fd);
+  ::unlink(tmp.c_str());
+  return why;
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.empty()) return Status::InvalidArgument(path + ": names a directory, not a file");
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    tmp = TempName(dir, name);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno != EEXIST || attempt == 8)) {
+      return Status::FromErrno(errno, "creating a temporary file in " + dir);
+    }
+  }
+  if (::fchmod(fd, mode) != 0) return Abandon(fd, tmp, Status::FromErrno(errno, "chmod " + tmp));
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Abandon(fd, tmp, Status::FromErrno(n < 0 ? errno : EIO, "writing " + path));
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return Abandon(fd, tmp, Status::FromErrno(errno, "writing " + path));
+  if (::close(fd) != 0) return Abandon(-1, tmp, Status::FromErrno(errno, "writing " + path));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Abandon(-1, tmp, Status::FromErrno(errno, "replacing " + path));
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Status::FromErrno(errno, "opening " + dir);
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (rc != 0) return Status::FromErrno(err, "flushing " + dir);
+  return Status::Ok();
+}
+
+Status ReadRegularFileNoFollow(const std::string& path, std::string* content) {
+  content->clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) return Status::InvalidArgument(path + ": a symlink, not a file");
+    return Status::FromErrno(errno, "opening " + path);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": not a regular file");
+  }
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::FromErrno(err, "reading " + path);
+    }
+    if (n == 0) break;
+    content->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+}  // namespace wanbackup

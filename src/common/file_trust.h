@@ -1,0 +1,34 @@
+// Whether a file wanbackup reads its orders or secrets from can be trusted: the one check every
+// loader of a config file or credential file (passphrase, key file, CHAP secret) goes through.
+//
+// As sshd's StrictModes and sudo do: the file and every directory above it, up to /, must be
+// owned by root or by the user wanbackup runs as (the effective uid) and must not be writable by
+// group or others; whoever can write a directory on the way can swap the file. A world-writable
+// directory is refused even when sticky (/tmp), as sshd refuses it. A secret file must also not be
+// readable or writable by group or others (mode 0600 or 0400); a config file may be readable by
+// its group (0640), as it names secrets only by their files. Both the path as given and the path
+// its symlinks resolve to are checked. FIFOs and character devices (a shell's <(...), /dev/stdin)
+// are the invoker's own data and are not checked. The failure is one line naming the path that
+// fails and why. Thread-safe (no shared state).
+#pragma once
+
+#include <sys/stat.h>
+
+#include <string>
+
+#include "common/status.h"
+
+namespace wanbackup {
+
+enum class TrustedFile {
+  kConfig,  // not writable by group or others, not readable by others
+  kSecret,  // no access at all for group or others
+};
+
+// Checks `path` (stat'ed here) and its directories. PermissionDenied when one fails.
+[[nodiscard]] Status CheckTrustedFile(const std::string& path, TrustedFile kind);
+// The same for a file already open, whose fstat is `st` (no second lookup of the file itself).
+[[nodiscard]] Status CheckTrustedFile(const std::string& path, const struct stat& st,
+                                      TrustedFile kind);
+
+}  // namespace wanbackup
