@@ -1,5 +1,8 @@
 #include "catalog/catalog.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 
@@ -146,11 +149,14 @@ class SqliteCatalog final : public Catalog {
  public:
   explicit SqliteCatalog(Db db) : db_(std::move(db)) {}
 
-  Status Init(bool create) {
+  // `read_only`: opened so; nothing is set that writes, and an older schema is not migrated.
+  Status Init(bool create, bool read_only = false) {
     WB_RETURN_IF_ERROR(db_.Exec("PRAGMA busy_timeout = 10000"));
-    // WAL: readers never block the writer. FULL: a commit is durable when it returns.
-    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA journal_mode = WAL"));
-    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA synchronous = FULL"));
+    if (!read_only) {
+      // WAL: readers never block the writer. FULL: a commit is durable when it returns.
+      WB_RETURN_IF_ERROR(db_.Exec("PRAGMA journal_mode = WAL"));
+      WB_RETURN_IF_ERROR(db_.Exec("PRAGMA synchronous = FULL"));
+    }
     WB_RETURN_IF_ERROR(db_.Exec("PRAGMA foreign_keys = ON"));
     // The digest index takes random inserts and lookups: with SQLite's default 2 MiB cache,
     // each one goes to the kernel once the catalog outgrows it (a few hundred thousand chunks).
@@ -167,6 +173,11 @@ class SqliteCatalog final : public Catalog {
       return Status::Unsupported("catalog: schema version " + std::to_string(version_) +
                                  " is newer than this wanbackup understands (" +
                                  std::to_string(kSchemaVersion) + "); upgrade wanbackup");
+    }
+    if (read_only && version_ < kSchemaVersion) {
+      return Status::Unsupported("catalog: schema version " + std::to_string(version_) +
+                                 " must be upgraded, and the repository is read-only; run "
+                                 "'wanbackup snapshots' once where it can be written");
     }
     while (version_ < kSchemaVersion) {
       WB_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
@@ -472,8 +483,26 @@ class SqliteCatalog final : public Catalog {
     WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql.c_str()));
     s.Bind(1, id);
     WB_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return Status::NotFound("no snapshot " + std::to_string(id));
+    if (!row) {
+      // A damaged page can hide a row without SQLite noticing on the lookup: "no snapshot" only
+      // when the table is whole, else the damage (exit 3, as `snapshots` says).
+      WB_RETURN_IF_ERROR(CheckTable("snapshots"));
+      return Status::NotFound("no snapshot " + std::to_string(id));
+    }
     return SnapshotFromRow(s);
+  }
+
+  // PRAGMA quick_check of one table (its b-tree and indexes: a small table is quick).
+  Status CheckTable(const char* table) {
+    const std::string sql = std::string("PRAGMA quick_check(") + table + ")";
+    Result<Stmt> check = Stmt::Prepare(db_, sql.c_str());
+    if (!check.ok()) return check.status();
+    Result<bool> row = check->Step();
+    if (!row.ok()) return row.status();
+    if (*row && check->Text(0) == "ok") return Status::Ok();
+    return Status::Corruption(std::string("catalog: table ") + table +
+                              " is damaged (catalog.db is damaged: 'wanbackup repair catalog' "
+                              "rebuilds it from the packs)");
   }
 
   Status ForEachMapSegment(
@@ -587,6 +616,20 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool cre
   WB_ASSIGN_OR_RETURN(Db db, Db::Open(path, create));
   auto catalog = std::make_unique<SqliteCatalog>(std::move(db));
   WB_RETURN_IF_ERROR(catalog->Init(create));
+  return std::unique_ptr<Catalog>(std::move(catalog));
+}
+
+Result<std::unique_ptr<Catalog>> Catalog::OpenReadOnly(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  struct stat st {};
+  const bool has_wal = ::stat((path + "-wal").c_str(), &st) == 0;
+  // Where -shm can be neither found nor made, SQLite reads a WAL database only as immutable;
+  // a leftover -wal (a writer killed on a writable mount) is then read through its -shm.
+  const bool immutable = !has_wal && ::access(dir.c_str(), W_OK) != 0;
+  WB_ASSIGN_OR_RETURN(Db db, Db::OpenReadOnly(path, immutable));
+  auto catalog = std::make_unique<SqliteCatalog>(std::move(db));
+  WB_RETURN_IF_ERROR(catalog->Init(false, true));
   return std::unique_ptr<Catalog>(std::move(catalog));
 }
 

@@ -119,6 +119,10 @@ class Catalog {
  public:
   // Opens (and with `create`, creates) the catalog at `path`, migrating an older schema.
   static Result<std::unique_ptr<Catalog>> Open(const std::string& path, bool create);
+  // Opens the catalog at `path` for reading only, for a repository nobody can write (a
+  // read-only mount, write-protected media, a directory without write permission): no schema
+  // migration, and no -shm needed where none can be made (docs/operations.md). Writes fail.
+  static Result<std::unique_ptr<Catalog>> OpenReadOnly(const std::string& path);
   virtual ~Catalog() = default;
 
   class Transaction {

@@ -90,6 +90,7 @@ Result<ForgetPlan> PlanByIds(catalog::Catalog& cat, const SnapshotsBySource& by_
     wanted.insert(std::strtoll(id.c_str(), nullptr, 10));
   for (int64_t id : wanted) {
     Result<catalog::SnapshotInfo> s = cat.GetSnapshot(id);
+    if (!s.ok() && s.status().code() != StatusCode::kNotFound) return s.status();  // damaged
     if (!s.ok() || s->status != catalog::SnapshotStatus::kComplete) {
       return Status::NotFound("no snapshot " + std::to_string(id) +
                               " (see 'wanbackup snapshots'); nothing was forgotten");

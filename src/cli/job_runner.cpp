@@ -94,8 +94,10 @@ SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
 class History {
  public:
   explicit History(const std::string& repo_path) {
-    Result<std::unique_ptr<catalog::Catalog>> cat =
-        catalog::Catalog::Open(repo_path + "/" + pipeline::kCatalogFile, false);
+    const std::string path = repo_path + "/" + pipeline::kCatalogFile;
+    Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(path, false);
+    // A repository nobody can write (a read-only mount) still shows its history.
+    if (!cat.ok()) cat = catalog::Catalog::OpenReadOnly(path);
     if (cat.ok()) cat_ = std::move(*cat);
   }
   bool ok() const { return cat_ != nullptr; }

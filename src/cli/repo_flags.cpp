@@ -162,7 +162,11 @@ Result<catalog::SnapshotInfo> ResolveSnapshot(pipeline::Repository& repo, const 
     return Status::InvalidArgument("'" + name + "' is not a snapshot number or 'latest'");
   }
   Result<catalog::SnapshotInfo> snap = repo.catalog().GetSnapshot(id);
-  if (!snap.ok()) return Status::NotFound("no snapshot " + name + " (see 'wanbackup snapshots')");
+  // Only an absent row is "no snapshot"; a damaged catalog says so (exit 3, as `snapshots`).
+  if (snap.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("no snapshot " + name + " (see 'wanbackup snapshots')");
+  }
+  if (!snap.ok()) return snap.status();
   if (snap->status != catalog::SnapshotStatus::kComplete) {
     return Status::NotFound("snapshot " + name + " did not complete; it cannot be restored");
   }

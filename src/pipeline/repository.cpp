@@ -44,6 +44,11 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name,
   return WriteFileAtomically(Join(dir, name), content, 0600);
 }
 
+// Whether nothing can be written in `dir`: a read-only file system, or no write permission.
+bool ReadOnlyDir(const std::string& dir) {
+  return ::access(dir.c_str(), W_OK) != 0 && (errno == EROFS || errno == EACCES);
+}
+
 bool DirIsEmptyOrMissing(const std::string& path, bool* exists) {
   DIR* d = ::opendir(path.c_str());
   *exists = d != nullptr;
@@ -321,6 +326,11 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
   repo->path_ = path;
   repo->store_ = NewLocalPackStore(Join(path, "packs"));
   WB_ASSIGN_OR_RETURN(repo->config_, ReadConfig(path));
+  repo->read_only_ = ReadOnlyDir(path);
+  if (repo->read_only_ && mode != OpenMode::kRead) {
+    return Status::PermissionDenied("repository " + path + " is read-only; " + lock.command +
+                                    " needs to write to it");
+  }
   if (repo->config_.format < kMinOpenFormat && mode != OpenMode::kMigrate) {
     return Status::Unsupported("repository " + path + " has format " +
                                std::to_string(repo->config_.format) +
@@ -369,15 +379,17 @@ Status Repository::OpenCatalog() {
   if (::stat(catalog_path.c_str(), &st) != 0) {
     return Status::Corruption(catalog_path + " is missing" + repair);
   }
-  Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(catalog_path, false);
-  if (!cat.ok() && ::access(path_.c_str(), W_OK) != 0 && (errno == EROFS || errno == EACCES)) {
-    // SQLite cannot open a WAL database where it may not write: not the catalog's fault.
-    return Status::FromErrno(errno, "opening " + catalog_path);
-  }
+  // Where nobody can write (a read-only mount, write-protected media, a directory without write
+  // permission), only readers get here (Open refuses writers first): read-only, no -shm needed.
+  Result<std::unique_ptr<catalog::Catalog>> cat = read_only_
+                                                      ? catalog::Catalog::OpenReadOnly(catalog_path)
+                                                      : catalog::Catalog::Open(catalog_path, false);
   if (!cat.ok()) {
+    // Not the catalog's fault: a full disk is not damage, and 'repair catalog' would not help.
     if (cat.status().code() == StatusCode::kBusy ||
         cat.status().code() == StatusCode::kPermissionDenied ||
-        cat.status().code() == StatusCode::kUnsupported) {
+        cat.status().code() == StatusCode::kUnsupported ||
+        cat.status().code() == StatusCode::kIoError) {
       return cat.status();
     }
     const std::string why = cat.status().message();

@@ -80,6 +80,9 @@ class Repository {
   // Opens it; kWrite takes the writer lock. Wrong credentials: AuthFailed. Not a repository:
   // NotFound. A config.json or catalog that was altered, or that disagree: Corruption, before
   // anything is written. A damaged or missing catalog: Corruption naming 'repair catalog'.
+  // Where nothing can be written (a read-only mount, write-protected media, a directory without
+  // write permission), kRead opens the catalog read-only and takes no lock file, and every other
+  // mode is PermissionDenied: "repository PATH is read-only; COMMAND needs to write to it".
   static Result<std::unique_ptr<Repository>> Open(const std::string& path,
                                                   const Credentials& credentials, OpenMode mode,
                                                   const LockOptions& lock = {});
@@ -132,6 +135,7 @@ class Repository {
   Status CheckPacksUnencrypted();
 
   std::string path_;
+  bool read_only_ = false;  // nothing can be written there: opened for reading only
   RepositoryConfig config_;
   std::unique_ptr<KeySet> keys_;
   SecureKey master_;  // locked memory, wiped when freed; needed to re-wrap it for new credentials

@@ -1,9 +1,18 @@
 #include "catalog/internal/sqlite.h"
 
+#include <cerrno>
+#include <cstdio>
+
 namespace wanbackup::catalog::internal {
 namespace {
 
 Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
+  // A full disk is one sentence naming the file, as any other write's: not the SQL that hit it.
+  if ((rc & 0xff) == SQLITE_FULL ||
+      ((rc & 0xff) == SQLITE_IOERR && db != nullptr && sqlite3_system_errno(db) == ENOSPC)) {
+    const char* file = db != nullptr ? sqlite3_db_filename(db, "main") : nullptr;
+    return Status::FromErrno(ENOSPC, file != nullptr && *file != '\0' ? file : "catalog");
+  }
   std::string msg = "catalog: " + std::string(what) + ": " +
                     (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   switch (rc & 0xff) {
@@ -37,6 +46,35 @@ Result<Db> Db::Open(const std::string& path, bool create) {
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = FromSqlite(rc, db, "opening " + path);
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return Db(db);
+}
+
+Result<Db> Db::OpenReadOnly(const std::string& path, bool immutable) {
+  sqlite3* db = nullptr;
+  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+  std::string name = path;
+  if (immutable) {
+    // A URI: '%', '?' and '#' in the path must be escaped.
+    name = "file:";
+    for (const char c : path) {
+      if (c == '%' || c == '?' || c == '#') {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+        name += hex;
+      } else {
+        name += c;
+      }
+    }
+    name += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  const int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     Status s = FromSqlite(rc, db, "opening " + path);
     sqlite3_close(db);

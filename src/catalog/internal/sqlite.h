@@ -18,6 +18,10 @@ namespace wanbackup::catalog::internal {
 class Db {
  public:
   static Result<Db> Open(const std::string& path, bool create);
+  // Opens read-only. `immutable`: SQLite is told nothing can change the file (URI immutable=1),
+  // so it needs no -shm beside it; only for a database with no -wal, in a directory nobody can
+  // write (a read-only mount): a -wal's commits would be ignored.
+  static Result<Db> OpenReadOnly(const std::string& path, bool immutable);
   Db(Db&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
   Db& operator=(Db&& other) noexcept;
   Db(const Db&) = delete;

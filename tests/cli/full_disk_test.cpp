@@ -1,0 +1,131 @@
+// A repository on a full disk, and a damaged catalog: each is one sentence and one exit code,
+// whatever the command (issue 39). Root only for the full disk (it mounts a small tmpfs).
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include "support/repo_cli.h"
+#include "support/skip.h"
+#include "support/temp_dir.h"
+
+namespace wanbackup::testing {
+namespace {
+
+// A tmpfs of `size` at `at`, unmounted at the end.
+class SmallDisk {
+ public:
+  SmallDisk(const std::string& at, const std::string& size) : at_(at) {
+    REQUIRE(::mkdir(at.c_str(), 0700) == 0);
+    REQUIRE(::mount("tmpfs", at.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0700").c_str()) == 0);
+  }
+  ~SmallDisk() { ::umount2(at_.c_str(), MNT_DETACH); }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+
+ private:
+  std::string at_;
+};
+
+bool SaysSql(const std::string& text) {
+  for (const char* word : {"INSERT", "UPDATE", "SELECT", "DELETE", "BEGIN", "COMMIT"}) {
+    if (text.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("run: a full disk is one sentence, quotes no SQL and leaves no temporary file",
+          "[fulldisk]") {
+  if (::geteuid() != 0) WB_SKIP("needs root to mount a small tmpfs");
+  TempDir dir{"fulldisk"};
+  const std::string disk = dir / "small";
+  SmallDisk small(disk, "1m");
+  const std::string repo = disk + "/repo", key = dir / "repo.key";
+  const std::string textdir = disk + "/textfile";
+  REQUIRE(::mkdir(textdir.c_str(), 0755) == 0);
+  RunOptions o;
+  o.env["WANBACKUP_KEY_FILE"] = key;
+  REQUIRE(Local({"init", repo, "--key-file", key, "--chunk-size", "64K"}, o).exit_code == 0);
+  // The job's source is missing, so no snapshot pipeline runs: what is left to write is the
+  // catalog (opening it writes its -wal) and the metrics file, both on the full disk.
+  const std::string config = dir / "wanbackup.toml";
+  std::ofstream(config) << "[repositories.main]\npath = \"" << repo << "\"\nkey_file = \"" << key
+                        << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << dir / "missing.img"
+                        << "\"\n\n[metrics]\ntextfile = \"" << textdir << "/wanbackup.prom\"\n";
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  {
+    std::ofstream filler(disk + "/filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size())) {
+    }
+  }
+  for (int run = 0; run < 2; ++run) {
+    const RunResult r = Local({"run", "disk", "--config", config}, o);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(repo + "/catalog.db: No space left on device") != std::string::npos);
+    CHECK(r.err.find("repair catalog") == std::string::npos);  // full is not damaged
+    CHECK(r.err.find("writing " + textdir + "/wanbackup.prom: No space left on device") !=
+          std::string::npos);
+    CHECK_FALSE(SaysSql(r.err));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(textdir)) {
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}
+
+TEST_CASE("restore: a damaged catalog page is exit 3, as snapshots says, not 'no snapshot'",
+          "[damage]") {
+  TempDir dir{"damage"};
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    WriteNoiseImage(image, seed, 1);
+    repo.Ok({"snapshot", image, "--tag", "t" + std::to_string(seed)});
+  }
+  // The snapshots table's page, found as an attacker (or a bad sector) would not need to.
+  int64_t page = 0, page_size = 0;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(repo.catalog().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) ==
+            SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db,
+                               "SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM "
+                               "sqlite_master WHERE name = 'snapshots'",
+                               -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    page = sqlite3_column_int64(s, 0);
+    page_size = sqlite3_column_int64(s, 1);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+  }
+  REQUIRE(page > 0);
+  std::string noise(static_cast<size_t>(page_size) - 100, '\0');
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  for (char& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  Scribble(repo.catalog(), static_cast<uint64_t>((page - 1) * page_size + 100), noise);
+
+  const RunResult list = repo.Wb({"snapshots"});
+  INFO(list.err);
+  CHECK(list.exit_code == 3);
+  const RunResult restore = repo.Wb({"restore", "6", "--to", dir / "back.img"});
+  INFO(restore.err);
+  CHECK(restore.exit_code == 3);
+  CHECK(restore.err.find("no snapshot") == std::string::npos);
+  CHECK(restore.err.find("repair catalog") != std::string::npos);
+}
+
+}  // namespace wanbackup::testing
