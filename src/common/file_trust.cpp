@@ -40,9 +40,14 @@ Status CheckDirectories(std::string dir, const std::string& file) {
     if (!TrustedOwner(st.st_uid))
       return Owner(dir, st.st_uid).WithSuffix(" (it holds " + file + ")");
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      return Status::PermissionDenied(
-          dir + ": writable by group or others (mode " + Mode(st.st_mode) + "), so " + file +
-          " in it could be replaced; move the file or chmod go-w " + dir);
+      std::string why = dir;
+      why += ": writable by group or others (mode ";
+      why += Mode(st.st_mode);
+      why += "), so ";
+      why += file;
+      why += " in it could be replaced; move the file or chmod go-w ";
+      why += dir;
+      return Status::PermissionDenied(why);
     }
     if (dir == "/") return Status::Ok();
     const size_t slash = dir.rfind('/');
