@@ -70,7 +70,7 @@ Status CheckSecretFile(const Place& at, const std::string& path) {
 
 // A config file CheckTrustedFile refuses is a bad config (exit 2), as its keys' errors are.
 Status CheckConfigFile(const std::string& path) {
-  const Status trusted = CheckTrustedFile(path, TrustedFile::kConfig);
+  Status trusted = CheckTrustedFile(path, TrustedFile::kConfig);
   if (trusted.code() == StatusCode::kNotFound) {
     return Status::NotFound("config file " + path + " does not exist (give --config FILE or set $" +
                             kConfigEnv + "; an example: conf/wanbackup.toml.example)");
