@@ -39,7 +39,10 @@ Status CheckDirectories(std::string dir, const std::string& file) {
     if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(errno, dir);
     if (!TrustedOwner(st.st_uid))
       return Owner(dir, st.st_uid).WithSuffix(" (it holds " + file + ")");
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    // A sticky directory (/tmp, /dev/shm) lets others add entries but not rename or remove
+    // another's: what sits below it on this path was checked above to be root's or ours, so
+    // nobody else can swap it.
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
       std::string why = dir;
       why += ": writable by group or others (mode ";
       why += Mode(st.st_mode);

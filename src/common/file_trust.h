@@ -3,8 +3,10 @@
 //
 // As sshd's StrictModes and sudo do: the file and every directory above it, up to /, must be
 // owned by root or by the user wanbackup runs as (the effective uid) and must not be writable by
-// group or others; whoever can write a directory on the way can swap the file. A world-writable
-// directory is refused even when sticky (/tmp), as sshd refuses it. A secret file must also not be
+// group or others; whoever can write a directory on the way can swap the file. A sticky
+// directory (/tmp, /dev/shm) is the one exception, where sshd is stricter: others may add entries
+// there but cannot rename or remove what root or the user owns, and everything below it on the
+// path is checked for exactly that. A secret file must also not be
 // readable or writable by group or others (mode 0600 or 0400); a config file may be readable by
 // its group (0640), as it names secrets only by their files. Both the path as given and the path
 // its symlinks resolve to are checked. FIFOs and character devices (a shell's <(...), /dev/stdin)

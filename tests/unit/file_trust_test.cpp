@@ -63,20 +63,39 @@ TEST_CASE("file trust: a file another user owns is refused, naming the uid", "[f
         path + ": owned by uid 65534, not root or you");
 }
 
-TEST_CASE("file trust: a directory on the way that others can write is refused, sticky or not",
-          "[file_trust]") {
+TEST_CASE("file trust: a directory on the way that others can write is refused", "[file_trust]") {
   TempDir dir("trust");
   const std::string shared = dir / "shared";
   REQUIRE(::mkdir(shared.c_str(), 0755) == 0);
   const std::string inner = shared + "/inner";
   REQUIRE(::mkdir(inner.c_str(), 0700) == 0);
   const std::string path = Made(inner + "/secret", 0600);
-  for (const mode_t mode : {01777, 0775, 0757}) {
+  for (const mode_t mode : {0777, 0775, 0757}) {
     REQUIRE(::chmod(shared.c_str(), mode) == 0);
     const wanbackup::Status s = CheckTrustedFile(path, TrustedFile::kSecret);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK(s.message().rfind(shared + ": writable by group or others", 0) == 0);
   }
+}
+
+TEST_CASE("file trust: a sticky directory on the way is trusted only for what is ours below it",
+          "[file_trust]") {
+  TempDir dir("trust");
+  const std::string sticky = dir / "sticky";
+  REQUIRE(::mkdir(sticky.c_str(), 0755) == 0);
+  REQUIRE(::chmod(sticky.c_str(), 01777) == 0);  // as /tmp and /dev/shm
+  const std::string ours = sticky + "/ours";
+  REQUIRE(::mkdir(ours.c_str(), 0700) == 0);
+  CHECK(CheckTrustedFile(Made(ours + "/secret", 0600), TrustedFile::kSecret).ok());
+  CHECK(CheckTrustedFile(Made(sticky + "/secret", 0600), TrustedFile::kSecret).ok());
+  if (::geteuid() != 0) return;  // handing a directory to another user needs root
+  const std::string theirs = sticky + "/theirs";
+  REQUIRE(::mkdir(theirs.c_str(), 0700) == 0);
+  const std::string path = Made(theirs + "/secret", 0600);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  CHECK(
+      CheckTrustedFile(path, TrustedFile::kSecret).message().rfind(theirs + ": owned by uid", 0) ==
+      0);
 }
 
 TEST_CASE("file trust: a symlink is checked where it is and where it leads", "[file_trust]") {
