@@ -114,6 +114,23 @@ TEST_CASE("copy: a file copied to a LUN reads back bit-exact", "[copy][write][in
   CHECK(SameBytes(back, image, kImageBytes));
 }
 
+TEST_CASE("copy: a LUN that holds data is refused without --force, and nothing is written",
+          "[copy][write][integration]") {
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  const std::string image = tmp / "image", other = tmp / "other", back = tmp / "back";
+  WriteImage(image, 11);
+  WriteImage(other, 12);
+  Json(bed.Wanbackup({"copy", image, ScratchUrl(1), "--force", "--json"}));
+  const RunResult r = bed.Wanbackup({"copy", other, ScratchUrl(1)});
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains("holds data") && Catch::Contains("--force"));
+  ReadBack(ScratchUrl(1), kImageBytes, back);
+  CHECK(SameBytes(back, image, kImageBytes));
+}
+
 TEST_CASE("restore: a LUN smaller than the snapshot is refused in one line, nothing written",
           "[restore][write][integration]") {
   const Testbed& bed = Testbed::Get();
