@@ -141,6 +141,14 @@ TEST_CASE("write guard: a job that replicates into a repository of its config is
   CheckRefused(s.repo.Wb({"run", "disk", "--config", config}),
                "is a file of repository " + s.repo.path());
   CHECK(s.State() == before);
+  // A ./ alias of the job's own source: the dry run refuses what the run refuses.
+  std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path() << "\"\nkey_file = \""
+                        << s.repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << s.image << "\"\nreplicate_to = [\"" << s.dir.path()
+                        << "/./disk.img\"]\n";
+  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+               "is the source of job disk");
+  CHECK(s.State() == before);
 }
 
 // Records a replica at `url` in the catalog, as a replicate to that LUN would have.
