@@ -171,6 +171,18 @@ Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const Replicat
   return opened;
 }
 
+// The write guard, asked before the replica is opened (no byte written, no login).
+Status RefuseReplicaTarget(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
+                           const ReplicateRequest& request) {
+  WriteTarget target;
+  target.to = request.to;
+  target.repo = &repo;
+  target.holds_writer_lock = true;  // REQUIRES of ReplicateSnapshot
+  target.config = request.config;
+  target.replicate_source = snap.source;  // its own series' replicas may be written
+  return RefuseWriteTarget(target);
+}
+
 }  // namespace
 
 Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
@@ -180,13 +192,7 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
   if (request.to == "-") {
     return Status::InvalidArgument("a replica is a LUN, block device or file, not stdout");
   }
-  WriteTarget target;
-  target.to = request.to;
-  target.repo = &repo;
-  target.holds_writer_lock = true;  // REQUIRES of ReplicateSnapshot
-  target.config = request.config;
-  target.replicate_source = snap.source;  // its own series' replicas may be written
-  WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
+  WB_RETURN_IF_ERROR(RefuseReplicaTarget(repo, snap, request));
   pipeline::ReplicateOptions options;
   options.check = request.check;
   TargetId id;
