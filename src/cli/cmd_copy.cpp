@@ -1,7 +1,9 @@
 // wanbackup copy SRC DST: the initiator end to end, without a repository (LUN or file to file,
 // device, stdout or LUN).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include "cli/source_open.h"
 #include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
+#include "cli/write_target.h"
 #include "common/units.h"
 #include "initiator/autotune.h"
 #include "initiator/iscsi_url.h"
@@ -73,11 +76,34 @@ Result<pipeline::CopyOptions> CopyOptionsFrom(const CopyCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(const uint64_t max_memory, ParseSize(opts.tuning.max_memory));
   copy.max_memory = initiator::BufferBudget(max_memory);
   copy.sparse = !opts.no_sparse;
-  if (opts.destination != "-" && opts.destination == opts.source) {
-    return Status::InvalidArgument(std::string("source and destination are the same ") +
-                                   (initiator::LooksLikeIscsiUrl(opts.source) ? "LUN" : "file"));
-  }
   return copy;
+}
+
+// AlreadyExists unless the LUN `url` holds no data that the copy would destroy: its first and
+// last MiB (where partition tables, filesystem and LVM labels live) read as zeros. Asked before
+// the LUN is opened for writing, with the destination's login.
+Status RefuseLunWithData(const std::string& url, const TargetFlags& target,
+                         const TuningFlags& tuning) {
+  constexpr uint64_t kEdge = 1 << 20;
+  WB_ASSIGN_OR_RETURN(OpenedSource lun, OpenSource(url, target, tuning, SourceUse::kReadBack));
+  BlockSource& source = *lun.source;
+  const uint64_t size = source.geometry().size_bytes;
+  const uint64_t edge = std::min(size, kEdge);
+  if (edge == 0) return Status::Ok();
+  std::vector<uint8_t> head(edge), tail(edge);
+  WB_RETURN_IF_ERROR(source.Submit(ReadRequest{0, edge, head.data(), 0}));
+  WB_RETURN_IF_ERROR(source.Submit(ReadRequest{size - edge, edge, tail.data(), 1}));
+  for (int i = 0; i < 2; ++i) {
+    WB_ASSIGN_OR_RETURN(ReadCompletion done, source.Wait());
+    WB_RETURN_IF_ERROR(done.status);
+  }
+  auto zero = [](const std::vector<uint8_t>& b) {
+    return std::all_of(b.begin(), b.end(), [](uint8_t c) { return c == 0; });
+  };
+  if (zero(head) && zero(tail)) return Status::Ok();
+  return Status::AlreadyExists(source.geometry().name +
+                               " holds data (its first or last MiB is not zeros); --force "
+                               "overwrites it. Nothing was written");
 }
 
 // The summary: one JSON object (on stderr when the data went to stdout) or one line.
@@ -131,6 +157,12 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
 Status RunCopy(const CopyCommandOptions& opts) {
   if (opts.destination == "-") JsonStream() = stderr;  // standard output carries the data
   WB_ASSIGN_OR_RETURN(pipeline::CopyOptions copy, CopyOptionsFrom(opts));
+  if (opts.destination != "-") {  // before either end is opened
+    WriteTarget target;
+    target.to = opts.destination;
+    target.copy_source = opts.source;
+    WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
+  }
   // With a LUN at both ends the CHAP flags go to the end(s) that name a user.
   WB_ASSIGN_OR_RETURN(
       OpenedSource opened,
@@ -144,10 +176,14 @@ Status RunCopy(const CopyCommandOptions& opts) {
   }
   const uint64_t total =
       copy.length == 0 ? size - copy.offset : std::min(copy.length, size - copy.offset);
+  const TargetFlags sink_flags = FlagsForEnd(opts.destination, opts.source, opts.target);
+  if (!opts.force && initiator::LooksLikeIscsiUrl(opts.destination)) {
+    WB_RETURN_IF_ERROR(RefuseLunWithData(opts.destination, sink_flags, opts.tuning));
+  }
   WB_ASSIGN_OR_RETURN(
       OpenedSink out,
       OpenSink(opts.destination, total, opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
-               FlagsForEnd(opts.destination, opts.source, opts.target), opts.tuning));
+               sink_flags, opts.tuning));
   BlockSink* sink = out.sink.get();
   if (opened.remote)
     PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
@@ -180,7 +216,8 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
                   "a file (created; sparse), a block device, /dev/null, - for stdout, or "
                   "iscsi://host[:port]/target-iqn/lun")
       ->required();
-  cmd->add_flag("--force", opts->force, "overwrite an existing destination file");
+  cmd->add_flag("--force", opts->force,
+                "overwrite an existing destination file, or a LUN that holds data");
   cmd->add_option("--offset", opts->offset, "start this many bytes into the source")
       ->capture_default_str();
   cmd->add_option("--length", opts->length, "copy only this many bytes (default: to the end)");
@@ -206,6 +243,9 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
       "  file is written sparse and flushed (fsync) before the command succeeds.\n"
       "  To an iSCSI LUN: the LUN must hold the data in whole blocks, or nothing is written;\n"
       "  every WRITE counts once the target acknowledged it, and SYNCHRONIZE CACHE ends the copy.\n"
+      "  A LUN whose first or last MiB is not zeros holds data: refused unless --force.\n"
+      "  The destination is never the source, by identity (symlinks, hard links, a LUN's\n"
+      "  IQN, LUN and host address), and that is checked before either end is opened.\n"
       "\nCHAP:\n"
       "  With a LUN at both ends, --chap-secret-file and the mutual CHAP flags are for the end\n"
       "  whose URL names a user (iscsi://user@host/...); the other logs in without CHAP.\n"

@@ -79,7 +79,9 @@ void RegisterReplicate(CLI::App& app, Runner* runner) {
       "compared chunk by chunk; so is any replica with --check, so that one changed behind\n"
       "wanbackup's back is repaired, not trusted. The replica's cache is synchronized before\n"
       "the run counts. A replica must hold the snapshot in whole blocks, and may not be the\n"
-      "source of any snapshot in the repository. 'restore' refuses to write over a replica\n"
+      "source of any snapshot in the repository, a file of the repository, or a replica that\n"
+      "holds another source's snapshots (by identity: symlinks, hard links, ./ and .. resolve;\n"
+      "a LUN is its IQN, LUN and portal address). 'restore' refuses to write over a replica\n"
       "(its record would be false): replicate it to the snapshot instead.\n" +
       WriteTuneHelp() +
       "\nEXAMPLES:\n"

@@ -18,8 +18,8 @@
 #include "cli/repo_flags.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
-#include "cli/target_guard.h"
 #include "cli/tuning_flags.h"
+#include "cli/write_target.h"
 #include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
@@ -33,6 +33,7 @@ struct RestoreCommandOptions {
   std::string snapshot;
   std::string to;
   bool force = false;
+  bool overwrite_source = false;
   bool verify = false;
   bool json = false;
   RepoFlags repo;
@@ -89,11 +90,18 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(opts.tuning));  // before any login
-  if (opts.to != "-") WB_RETURN_IF_ERROR(RefuseSourceOf(*repo, opts.to, SourceRule::kRunning));
+  if (opts.to != "-") {  // before the destination is opened: no byte written, no login
+    WriteTarget target;
+    target.to = opts.to;
+    target.repo = repo.get();
+    target.overwrite_source = opts.overwrite_source;
+    WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
+  }
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(opts.to, snap.size_bytes,
                                opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
                                opts.target, opts.tuning));
+  // A replica known by its LUN's device id, reached through another portal address.
   WB_RETURN_IF_ERROR(RefuseRecordedReplica(*repo, opts.to, opened));
   if (rate > 0) {
     opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
@@ -147,6 +155,8 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
                   "enough), - for stdout, or iscsi://host[:port]/target-iqn/lun")
       ->required();
   cmd->add_flag("--force", opts->force, "overwrite an existing file");
+  cmd->add_flag("--overwrite-source", opts->overwrite_source,
+                "write over the source of a snapshot in the repository (roll that disk back)");
   cmd->add_flag("--verify", opts->verify,
                 "read the result back (a LUN through the WAN) and check every chunk");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
@@ -158,9 +168,14 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
       "\nEvery chunk is authenticated and checked against its digest before it is written; a\n"
       "damaged chunk stops the restore and names its range. The destination is flushed (fsync)\n"
       "before success. All-zero chunks become holes in a new file and zeros on a device.\n"
-      "A destination that is the source of a snapshot running now is refused, and so is a\n"
-      "replica this repository records ('wanbackup replicas'): bring that to a snapshot with\n"
-      "'wanbackup replicate', which writes only the chunks that differ.\n"
+      "\nWRITE TARGETS:\n"
+      "  Refused before anything is opened, whatever the name (symlinks, hard links, ./ and ..\n"
+      "  resolve to what they are): a file or directory of the repository, or the device that\n"
+      "  holds it; the source of a snapshot in the repository (unless --overwrite-source, to\n"
+      "  roll that disk back; one running now never); a replica this repository records\n"
+      "  ('wanbackup replicas'): bring that to a snapshot with 'wanbackup replicate', which\n"
+      "  writes only the chunks that differ. A LUN is known by target IQN, LUN and the\n"
+      "  portal host's addresses.\n"
       "\nTO AN iSCSI LUN:\n"
       "  The LUN must hold the snapshot in whole blocks, or nothing is written. Many WRITEs are\n"
       "  in flight over several connections, sized from what the login negotiated (with\n"

@@ -17,6 +17,7 @@
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "cli/snapshot_source.h"
+#include "cli/write_target.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/file_source.h"
@@ -49,6 +50,7 @@ bool ProcessGone(const catalog::JobRun& run) {
 }
 
 struct Context {
+  const jobs::Config& config;
   const jobs::JobConfig& job;
   RepoFlags repo;
   std::vector<catalog::JobRun> history;  // of the repository, newest first, before this run
@@ -165,6 +167,7 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
   WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
   ReplicateRequest request;
   request.progress = false;
+  request.config = &ctx.config;
   request.tuning = SnapshotRequestFor(ctx.job).tuning;
   request.target = SnapshotRequestFor(ctx.job).target;
   request.target.chap_user = ctx.job.replica_chap_user;
@@ -355,7 +358,7 @@ constexpr Step kSteps[] = {
 
 JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
   const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
-  Context ctx{job, RepoFlagsFor(repository, job), {}, {}, nullptr};
+  Context ctx{config, job, RepoFlagsFor(repository, job), {}, {}, nullptr};
   History history(repository.path);
   ctx.history = history.Runs("", 1000000);
   if (history.ok()) history.CloseStale(ctx.history);
@@ -413,7 +416,18 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
 Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs::JobConfig& job) {
   const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
   const RepoFlags flags = RepoFlagsFor(repository, job);
-  { WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead)); }
+  {
+    WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead));
+    for (const std::string& to : job.replicate_to) {  // the run's write guard, asked now
+      WriteTarget target;
+      target.to = to;
+      target.repo = repo.get();
+      target.config = &config;
+      target.replicate_source = job.source;
+      WB_RETURN_IF_ERROR(
+          RefuseWriteTarget(target).WithContext("job " + job.name + ": replicate_to"));
+    }
+  }
   const bool remote = initiator::LooksLikeIscsiUrl(job.source);
   if (!remote) {  // a local source must open now as the run will open it (a file or a device)
     Result<std::unique_ptr<pipeline::FileSource>> opened =

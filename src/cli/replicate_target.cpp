@@ -18,13 +18,20 @@
 #include "cli/progress.h"
 #include "cli/sink_open.h"
 #include "cli/source_open.h"
-#include "cli/target_guard.h"
+#include "cli/write_target.h"
 #include "common/pacing.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 
 namespace wanbackup::cli {
 namespace {
+
+// The LUN an iSCSI URL names, as "IQN/LUN", in the identity the replicas table records.
+std::string LunName(const std::string& spec) {
+  Result<initiator::IscsiUrl> url = initiator::ParseIscsiUrl(spec);
+  if (!url.ok() || !url->lun) return "";
+  return url->target + "/" + std::to_string(*url->lun);
+}
 
 // The first line of a sysfs attribute, or "" when there is none.
 std::string SysfsLine(const std::string& path) {
@@ -164,16 +171,28 @@ Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const Replicat
   return opened;
 }
 
+// The write guard, asked before the replica is opened (no byte written, no login).
+Status RefuseReplicaTarget(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
+                           const ReplicateRequest& request) {
+  WriteTarget target;
+  target.to = request.to;
+  target.repo = &repo;
+  target.holds_writer_lock = true;  // REQUIRES of ReplicateSnapshot
+  target.config = request.config;
+  target.replicate_source = snap.source;  // its own series' replicas may be written
+  return RefuseWriteTarget(target);
+}
+
 }  // namespace
 
 Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
                                            const catalog::SnapshotInfo& snap,
                                            const ReplicateRequest& request) {
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(request.tuning));  // before any login
-  WB_RETURN_IF_ERROR(RefuseSourceOf(repo, request.to, SourceRule::kAnySnapshot));
   if (request.to == "-") {
     return Status::InvalidArgument("a replica is a LUN, block device or file, not stdout");
   }
+  WB_RETURN_IF_ERROR(RefuseReplicaTarget(repo, snap, request));
   pipeline::ReplicateOptions options;
   options.check = request.check;
   TargetId id;

@@ -12,6 +12,7 @@
 #include "cli/target_flags.h"
 #include "cli/tuning_flags.h"
 #include "common/result.h"
+#include "jobs/config.h"
 #include "pipeline/replicator.h"
 #include "pipeline/repository.h"
 
@@ -20,9 +21,10 @@ namespace wanbackup::cli {
 struct ReplicateRequest {
   std::string to;  // iscsi://…, a block device or a file
   bool check = false;
-  bool progress = true;  // a progress line on a terminal
-  TargetFlags target;    // the replica's login
-  TuningFlags tuning;    // --limit-rate included
+  bool progress = true;                  // a progress line on a terminal
+  TargetFlags target;                    // the replica's login
+  TuningFlags tuning;                    // --limit-rate included
+  const jobs::Config* config = nullptr;  // a job's: its repositories and sources are off limits
 };
 
 struct ReplicateOutcome {

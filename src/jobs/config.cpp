@@ -12,6 +12,7 @@
 
 #include "common/file_trust.h"
 #include "common/units.h"
+#include "guard/identity.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/prune_plan.h"
 #include "pipeline/snapshotter.h"
@@ -309,17 +310,6 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
   return h;
 }
 
-// Whether two sources name the same disk as far as the file can tell: an iSCSI LUN by target
-// and LUN (the portal may be spelled differently), a path by its text.
-bool SameDisk(const std::string& a, const std::string& b) {
-  if (initiator::LooksLikeIscsiUrl(a) && initiator::LooksLikeIscsiUrl(b)) {
-    const Result<initiator::IscsiUrl> ua = initiator::ParseIscsiUrl(a);
-    const Result<initiator::IscsiUrl> ub = initiator::ParseIscsiUrl(b);
-    return ua.ok() && ub.ok() && ua->target == ub->target && ua->lun == ub->lun;
-  }
-  return a == b;
-}
-
 // Rules that involve more than one key of a job.
 Status CheckJob(const Config& config, const JobConfig& job, const toml::table& table,
                 const std::string& file) {
@@ -343,19 +333,17 @@ Status CheckJob(const Config& config, const JobConfig& job, const toml::table& t
   if (!job.replica_chap_secret_file.empty() && job.replica_chap_user.empty()) {
     return at("replica_chap_secret_file").Error("needs replica_chap_user");
   }
+  // The write guard's rules that the file alone decides (every repository, every job's
+  // source): said now, not every night.
   for (const std::string& to : job.replicate_to) {
-    if (SameDisk(to, job.source)) {
-      return at("replicate_to")
-          .Error("'" + to + "' is the job's source; a replica is a standby copy");
-    }
-    // replicate refuses any disk its repository backs up: say so now, not every night.
-    for (const auto& [name, other] : config.jobs) {
-      if (other.repository == job.repository && SameDisk(to, other.source)) {
-        std::string why = "'";
-        why.append(to).append("' is the source of job ").append(name);
-        return at("replicate_to")
-            .Error(why + ", in the same repository; a replica is a standby copy");
-      }
+    guard::Destination dest;
+    dest.name = "'" + to + "'";
+    dest.identity = guard::Identify(to);
+    std::vector<guard::Protected> protect;
+    AddProtected(config, dest.identity, &protect);
+    guard::ResolveHosts(&dest, &protect);
+    if (Status s = guard::CheckWriteTarget(dest, protect); !s.ok()) {
+      return at("replicate_to").Error(s.message());
     }
   }
   return Status::Ok();
@@ -445,6 +433,21 @@ Result<Config> LoadConfig(const std::string& path) {
   };
   WB_RETURN_IF_ERROR(ReadTable(path, "", root, top));
   return config;
+}
+
+void AddProtected(const Config& config, const guard::Identity& to,
+                  std::vector<guard::Protected>* protect) {
+  for (const auto& [name, repository] : config.repositories) {
+    guard::AddRepository(repository.path, to, protect);
+  }
+  for (const auto& [name, job] : config.jobs) {
+    guard::Protected source;
+    source.rule = guard::Rule::kJobSource;
+    source.identity = guard::Identify(job.source);
+    source.what = "the source of job " + name;
+    source.hint = "a replica is a standby copy";
+    protect->push_back(source);
+  }
 }
 
 Result<const JobConfig*> FindJob(const Config& config, const std::string& name) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "guard/write_guard.h"
 #include "jobs/calendar.h"
 #include "pipeline/retention.h"
 
@@ -77,6 +78,11 @@ struct Config {
 std::string ConfigPath(const std::string& flag);
 
 Result<Config> LoadConfig(const std::string& path);
+
+// What the file forbids any command to write (guard/write_guard.h): every repository it names
+// (its files too, by inode, when `to` is a file with other hard links) and every job's source.
+void AddProtected(const Config& config, const guard::Identity& to,
+                  std::vector<guard::Protected>* protect);
 
 // The job, or NotFound naming the jobs the file has.
 Result<const JobConfig*> FindJob(const Config& config, const std::string& name);

@@ -83,10 +83,8 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
              "/nonexistent"},
         Case{{"probe", url, "--target-chap-user", "t"}, 2, "needs --chap-user"},
         // Caught before anything is opened: a LUN or a file named twice.
-        Case{{"copy", url, url}, 2, "source and destination are the same LUN"},
-        Case{{"copy", "/nonexistent/a.img", "/nonexistent/a.img"},
-             2,
-             "source and destination are the same file"},
+        Case{{"copy", url, url}, 2, "is the source of this copy"},
+        Case{{"copy", "/nonexistent/a.img", "/nonexistent/a.img"}, 2, "is the source of this copy"},
         // Checked while parsing, also by init, which takes no lock (and creates nothing).
         Case{{"init", "--repo", "/nonexistent/wb-repo", "--lock-wait", "abc"}, 2, "--lock-wait"},
         Case{{"snapshots", "--repo", "/nonexistent/wb-repo", "--lock-wait", "5x"},

@@ -292,7 +292,7 @@ TEST_CASE("restore: over a recorded replica it is refused, naming replicate and 
   const RunResult r = s.repo.Wb({"restore", "2", "--to", s.replica, "--force"});
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("is replica 1 of this repository"));
+  CHECK_THAT(r.err, Catch::Contains("is replica 1 of repository " + s.repo.path()));
   CHECK_THAT(r.err, Catch::Contains("wanbackup replicate SNAPSHOT --to " + s.replica));
   CHECK_THAT(r.err, Catch::Contains("wanbackup replicas --forget 1"));
   CHECK(ReadAll(s.replica) == held);
@@ -367,7 +367,9 @@ TEST_CASE(
     running = RunningSnapshots(s.repo.catalog()) > 0;
   }
   REQUIRE(running);
-  const RunResult refused = s.repo.Wb({"restore", "1", "--to", s.image, "--force"});
+  // --overwrite-source: snapshot 1's source may be rolled back, but not while it is read.
+  const RunResult refused =
+      s.repo.Wb({"restore", "1", "--to", s.image, "--force", "--overwrite-source"});
   CHECK(refused.exit_code == 2);
   CHECK_THAT(refused.err, Catch::Contains("is the source of snapshot 2, running now"));
   auto second = [&s] { return Json(s.repo.Ok({"snapshots", "--all", "--json"})).at(1); };
@@ -380,5 +382,7 @@ TEST_CASE(
   CHECK(RunningSnapshots(s.repo.catalog()) == 1);  // the killed run's row stays behind
   CHECK(second()["status"] == "interrupted");      // but no writer holds the lock: not running
   CHECK(second()["seconds"].is_null());
-  s.repo.Ok({"restore", "1", "--to", s.image, "--force"});
+  CHECK_THAT(s.repo.Wb({"restore", "1", "--to", s.image, "--force"}).err,
+             Catch::Contains("is the source of snapshot 1"));
+  s.repo.Ok({"restore", "1", "--to", s.image, "--force", "--overwrite-source"});
 }

@@ -139,7 +139,7 @@ TEST_CASE("copy: a CHAP LUN named with user@ is copied to an open LUN with --cha
   const std::string to = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("SCRATCH_IQN") + "/1";
   // The secret is alice's on the CHAP target; the scratch target asks for none.
   RunResult r = bed.Wanbackup(
-      {"copy", from, to, "--chap-secret-file", bed.Var("CHAP_SECRET_FILE"), "--json"});
+      {"copy", from, to, "--chap-secret-file", bed.Var("CHAP_SECRET_FILE"), "--force", "--json"});
   auto summary = Summary(r);
   CHECK(summary["bytes"].get<uint64_t>() == 16u << 20);
   CHECK(summary["bytes_written"].get<uint64_t>() == 16u << 20);

@@ -102,13 +102,31 @@ TEST_CASE("copy: a file copied to a LUN reads back bit-exact", "[copy][write][in
   wanbackup::testing::TempDir tmp("writetest");
   const std::string image = tmp / "image", back = tmp / "back";
   WriteImage(image, 2);
-  auto summary = Json(Testbed::Get().Wanbackup({"copy", image, ScratchUrl(1), "--json"}));
+  auto summary =
+      Json(Testbed::Get().Wanbackup({"copy", image, ScratchUrl(1), "--force", "--json"}));
   CHECK(summary["bytes_written"].get<uint64_t>() == kImageBytes);  // acknowledged by the target
   if (!summary["write_same_refused"].get<bool>()) {
     // The all-zero pieces of each WRITE go as WRITE SAME: of the 8 MiB of zeros, all but the
     // pieces that straddle a zero region's edges cost no data on the wire.
     CHECK(summary["bytes_sent"].get<uint64_t>() < kImageBytes - (7u << 20));
   }
+  ReadBack(ScratchUrl(1), kImageBytes, back);
+  CHECK(SameBytes(back, image, kImageBytes));
+}
+
+TEST_CASE("copy: a LUN that holds data is refused without --force, and nothing is written",
+          "[copy][write][integration]") {
+  const Testbed& bed = Testbed::Get();
+  wanbackup::testing::TempDir tmp("writetest");
+  const std::string image = tmp / "image", other = tmp / "other", back = tmp / "back";
+  WriteImage(image, 11);
+  WriteImage(other, 12);
+  Json(bed.Wanbackup({"copy", image, ScratchUrl(1), "--force", "--json"}));
+  const RunResult r = bed.Wanbackup({"copy", other, ScratchUrl(1)});
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains("holds data") && Catch::Contains("--force"));
   ReadBack(ScratchUrl(1), kImageBytes, back);
   CHECK(SameBytes(back, image, kImageBytes));
 }
@@ -145,9 +163,10 @@ TEST_CASE(
   bed.Wan("set delay=10ms rate=40mbit");  // the 16 MiB of data take about 3.5 s
   RunResult r;
   // Catch is not thread-safe: everything that may assert is done before the thread starts.
-  const std::vector<std::string> args = {"copy",          image, ScratchUrl(1),     "--json",
-                                         "--timeout",     "2s",  "--login-timeout", "2s",
-                                         "--connections", "3"};
+  const std::vector<std::string> args = {
+      "copy",      image, ScratchUrl(1),     "--json", "--force",
+      "--timeout", "2s",  "--login-timeout", "2s",     "--connections",
+      "3"};
   std::thread copy([&] { r = bed.Wanbackup(args); });
   std::this_thread::sleep_for(1500ms);
   bed.Wan("blackhole 5s");
@@ -178,7 +197,7 @@ TEST_CASE("copy: --congestion-control is what the WRITE connections use, and the
   RunResult r;
   // Catch is not thread-safe: everything that may assert is done before the thread starts.
   const std::vector<std::string> args = {
-      "copy", image, ScratchUrl(1), "--json", "--congestion-control", "reno"};
+      "copy", image, ScratchUrl(1), "--force", "--json", "--congestion-control", "reno"};
   std::thread copy([&] { r = bed.Wanbackup(args); });
   std::this_thread::sleep_for(1500ms);
   // ss gives each socket a line, then an indented one that starts with its congestion control.
@@ -273,7 +292,7 @@ TEST_CASE(
   // Changed behind wanbackup's back (1 MiB copied over its start): --check finds and repairs it.
   const std::string junk = tmp / "junk";
   WriteImage(junk, 9);  // 24 MiB of another image; its first 1 MiB is enough
-  Json(bed.Wanbackup({"copy", junk, lun, "--length", "1M", "--json"}));
+  Json(bed.Wanbackup({"copy", junk, lun, "--length", "1M", "--force", "--json"}));
   auto checked = replicate({"--check"});
   CHECK(checked["mode"] == "check");
   CHECK(checked["chunks_written"] == 16);
@@ -318,7 +337,7 @@ TEST_CASE("copy: 1 % packet loss both ways mid-WRITE costs time, never bytes: th
   const std::string image = tmp / "image", back = tmp / "back";
   WriteImage(image, 5);
   bed.Wan("set delay=10ms loss=1%");
-  auto summary = Json(bed.Wanbackup({"copy", image, ScratchUrl(1), "--json"}));
+  auto summary = Json(bed.Wanbackup({"copy", image, ScratchUrl(1), "--force", "--json"}));
   CHECK(summary["bytes"].get<uint64_t>() == kImageBytes);
   bed.Wan("set delay=0ms loss=0");
   ReadBack(ScratchUrl(1), kImageBytes, back);
@@ -332,7 +351,7 @@ TEST_CASE("copy: a write-protected LUN is refused in one line before anything is
   const std::string image = tmp / "image", back = tmp / "back";
   const std::string lun = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("READONLY_IQN") + "/1";
   std::ofstream(image, std::ios::binary) << std::string(1 << 20, 'w');
-  const RunResult r = bed.Wanbackup({"copy", image, lun});
+  const RunResult r = bed.Wanbackup({"copy", image, lun, "--force"});
   INFO("stderr: " << r.err);
   CHECK(r.exit_code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
@@ -365,6 +384,7 @@ TEST_CASE("copy: a target restarted mid-WRITE is logged into again and the LUN i
   const std::vector<std::string> args = {"copy",
                                          image,
                                          "iscsi://" + bed.addr_b + ":3264/" + iqn + "/1",
+                                         "--force",
                                          "--json",
                                          "--timeout",
                                          "2s",

@@ -171,13 +171,13 @@ TEST_CASE("job config: replicate_to names replicas, never the source, with their
             .find("jobs.db.replicate_to: expected iscsi://") != std::string::npos);
   CHECK(d.Refused(d.Repos() + d.Job() +
                   "replicate_to = [\"iscsi://san.example.net/iqn.2001-05.com.example:db/1\"]\n")
-            .find("is the job's source") != std::string::npos);
+            .find("is the source of job db") != std::string::npos);
   CHECK(d.Refused(d.Repos() + d.Job() + "replica_chap_secret_file = \"" + d.chap + "\"\n")
             .find("needs replica_chap_user") != std::string::npos);
   // The same LUN through another portal spelling is still the source.
   CHECK(d.Refused(d.Repos() + d.Job() +
                   "replicate_to = [\"iscsi://10.0.0.5:3260/iqn.2001-05.com.example:db/1\"]\n")
-            .find("is the job's source") != std::string::npos);
+            .find("is the source of job db") != std::string::npos);
   // Another job's source in the same repository: replicate would refuse it every night.
   const std::string other = "\n[jobs.web]\nrepository = \"main\"\nsource = \"/dev/vg0/web\"\n";
   CHECK(d.Refused(d.Repos() + d.Job() + "replicate_to = [\"/dev/vg0/web\"]\n" + other)

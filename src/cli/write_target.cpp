@@ -1,0 +1,106 @@
+#include "cli/write_target.h"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "guard/identity.h"
+#include "guard/write_guard.h"
+#include "pipeline/repo_lock.h"
+
+namespace wanbackup::cli {
+namespace {
+
+// The sources of the repository's snapshots: complete ones, and ones running now (a "running"
+// row counts only while another process holds the writer lock: a killed run leaves its row).
+// A failed run does not make a disk a source: forget cannot drop its row. A command that holds
+// the writer lock itself (replicate) knows every running row is stale.
+Status AddSnapshotSources(pipeline::Repository& repo, bool holds_writer_lock,
+                          std::vector<guard::Protected>* protect) {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
+  std::optional<bool> writer;  // asked only when a running row needs the answer (repo_lock.h)
+  std::map<std::string, guard::Identity> known;  // one lookup per source, not per snapshot
+  for (const catalog::SnapshotInfo& s : all) {
+    bool running = false;
+    if (s.status == catalog::SnapshotStatus::kRunning && !holds_writer_lock) {
+      if (!writer) writer = pipeline::WriterRunning(repo.path());
+      running = *writer;
+    }
+    if (s.status != catalog::SnapshotStatus::kComplete && !running) continue;
+    auto [it, added] = known.try_emplace(s.source);
+    if (added) it->second = guard::Identify(s.source);
+    guard::Protected p;
+    p.rule = guard::Rule::kSnapshotSource;
+    p.identity = it->second;
+    p.what = "the source of snapshot " + std::to_string(s.id) + (running ? ", running now" : "");
+    p.overridable = !running;
+    p.hint = running ? "wait for it to finish"
+                     : "a replica is a standby copy, never a disk this repository backs up (to "
+                       "roll that disk back, 'wanbackup restore --overwrite-source')";
+    protect->push_back(p);
+  }
+  return Status::Ok();
+}
+
+// The replicas the repository records, each by what it is now (a file by the inode recorded
+// when it was written, so a renamed one is still known) and the series it holds.
+Status AddReplicas(pipeline::Repository& repo, std::vector<guard::Protected>* protect) {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::Replica> replicas, repo.catalog().Replicas());
+  if (replicas.empty()) return Status::Ok();
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
+  std::map<int64_t, std::string> source;
+  for (const catalog::SnapshotInfo& s : all)
+    source[s.id] = s.source;
+  for (const catalog::Replica& r : replicas) {
+    guard::Protected p;
+    p.rule = guard::Rule::kReplica;
+    p.identity = guard::Identify(r.target);
+    unsigned long long dev = 0, ino = 0;
+    if (std::sscanf(r.identity.c_str(), "file:%llu:%llu", &dev, &ino) == 2) {
+      p.identity.kind = guard::Identity::Kind::kPath;
+      p.identity.exists = true;
+      p.identity.file = guard::FileId{dev, ino};
+    }
+    const int64_t held = r.writing_snapshot_id != 0 ? r.writing_snapshot_id : r.snapshot_id;
+    if (source.count(held) != 0) p.series = guard::Identify(source[held]);
+    const std::string n = std::to_string(r.id);
+    p.what = "replica " + n + " of repository " + repo.path();
+    p.hint = "bring it to a snapshot with 'wanbackup replicate SNAPSHOT --to " + r.target +
+             "' (it writes only what differs), or drop its record first with 'wanbackup "
+             "replicas --forget " +
+             n + "'";
+    protect->push_back(p);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RefuseWriteTarget(const WriteTarget& target) {
+  guard::Destination dest;
+  dest.name = target.to;
+  dest.identity = guard::Identify(target.to);
+  dest.overwrite_source = target.overwrite_source;
+  if (!target.replicate_source.empty()) {
+    dest.replicate_series = guard::Identify(target.replicate_source);
+  }
+  std::vector<guard::Protected> protect;
+  if (target.repo != nullptr) guard::AddRepository(target.repo->path(), dest.identity, &protect);
+  if (target.config != nullptr) jobs::AddProtected(*target.config, dest.identity, &protect);
+  if (!target.copy_source.empty()) {
+    guard::Protected source;
+    source.rule = guard::Rule::kJobSource;
+    source.identity = guard::Identify(target.copy_source);
+    source.what = "the source of this copy";
+    protect.push_back(source);
+  }
+  if (target.repo != nullptr) {
+    WB_RETURN_IF_ERROR(AddSnapshotSources(*target.repo, target.holds_writer_lock, &protect));
+    WB_RETURN_IF_ERROR(AddReplicas(*target.repo, &protect));
+  }
+  guard::ResolveHosts(&dest, &protect);
+  return guard::CheckWriteTarget(dest, protect);
+}
+
+}  // namespace wanbackup::cli

@@ -1,0 +1,30 @@
+// May this command write there? The CLI's half of the write guard (guard/write_guard.h): it
+// fills in what the command knows — the repository it opened (its files, the sources of its
+// snapshots, its replicas), the config of a job (every repository, every job's source), a
+// copy's source — and asks the guard. Every command that writes calls RefuseWriteTarget before
+// it opens the destination (no byte written, no login), in a dry run too. Called on the
+// command's thread.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "jobs/config.h"
+#include "pipeline/repository.h"
+
+namespace wanbackup::cli {
+
+struct WriteTarget {
+  std::string to;                        // an iSCSI URL or a path, as the user gave it
+  pipeline::Repository* repo = nullptr;  // the command's repository, if any
+  bool holds_writer_lock = false;        // `repo` was opened for writing (replicate)
+  const jobs::Config* config = nullptr;  // a job's config: its repositories and job sources
+  std::string replicate_source;          // replicate: the source of the snapshot it writes
+  bool overwrite_source = false;         // restore --overwrite-source
+  std::string copy_source;               // copy: what it reads
+};
+
+// InvalidArgument (exit 2), one line naming what the destination is, when the guard refuses it.
+Status RefuseWriteTarget(const WriteTarget& target);
+
+}  // namespace wanbackup::cli

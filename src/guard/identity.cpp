@@ -1,0 +1,167 @@
+#include "guard/identity.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "initiator/iscsi_url.h"
+
+namespace wanbackup::guard {
+namespace {
+
+namespace fs = std::filesystem;
+
+FileId IdOf(const struct stat& st) {
+  return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+// The directories that hold `canonical` (an absolute path without symlinks), innermost first,
+// from its deepest existing parent up to /.
+std::vector<FileId> Directories(fs::path canonical) {
+  std::vector<FileId> out;
+  while (canonical.has_relative_path()) {
+    canonical = canonical.parent_path();
+    struct stat st {};
+    if (::stat(canonical.c_str(), &st) == 0) out.push_back(IdOf(st));
+  }
+  return out;
+}
+
+Identity IdentifyPath(const std::string& spec) {
+  Identity id;
+  id.kind = Identity::Kind::kPath;
+  std::error_code ec;
+  // weakly_canonical: the existing part resolved (symlinks, `.`, `..`), the rest appended.
+  const fs::path canonical = fs::weakly_canonical(fs::absolute(spec, ec), ec);
+  id.spelling = ec ? spec : canonical.string();
+  if (ec) return id;
+  id.directories = Directories(canonical);
+  struct stat st {};
+  if (::stat(canonical.c_str(), &st) != 0) return id;
+  id.exists = true;
+  id.file = IdOf(st);
+  if (S_ISBLK(st.st_mode)) {
+    id.kind = Identity::Kind::kBlock;
+    id.rdev = static_cast<uint64_t>(st.st_rdev);
+  } else if (S_ISREG(st.st_mode)) {
+    id.links = static_cast<uint64_t>(st.st_nlink);
+  }
+  return id;
+}
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  while (!text.empty() && text.back() == '.')
+    text.pop_back();  // a fully qualified name's root
+  return text;
+}
+
+// "loopback", or the canonical text of a numeric address; "" when `host` is not numeric.
+std::string NumericHost(const std::string& host) {
+  in_addr v4{};
+  in6_addr v6{};
+  char text[INET6_ADDRSTRLEN] = {};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    if ((ntohl(v4.s_addr) >> 24) == 127) return "loopback";
+    return ::inet_ntop(AF_INET, &v4, text, sizeof text) != nullptr ? text : host;
+  }
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return "loopback";
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+      std::memcpy(&v4, &v6.s6_addr[12], sizeof v4);
+      return NumericHost(::inet_ntop(AF_INET, &v4, text, sizeof text));
+    }
+    return ::inet_ntop(AF_INET6, &v6, text, sizeof text) != nullptr ? text : host;
+  }
+  return "";
+}
+
+}  // namespace
+
+Identity Identify(const std::string& spec) {
+  if (!initiator::LooksLikeIscsiUrl(spec)) return IdentifyPath(spec);
+  Identity id;
+  id.spelling = spec;
+  const Result<initiator::IscsiUrl> url = initiator::ParseIscsiUrl(spec);
+  if (!url.ok() || !url->lun || url->target.empty()) return id;
+  id.kind = Identity::Kind::kLun;
+  id.lun = url->target + "/" + std::to_string(*url->lun);
+  id.host = url->host;
+  return id;
+}
+
+std::vector<std::string> HostAddresses(const std::string& host) {
+  const std::string name = Lower(host);
+  if (name == "localhost" || name.ends_with(".localhost")) return {"loopback"};
+  if (std::string numeric = NumericHost(name); !numeric.empty()) return {numeric};
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0) return {};
+  std::vector<std::string> out;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (::inet_ntop(a->ai_family, addr, text, sizeof text) == nullptr) continue;
+    const std::string numeric = NumericHost(text);
+    if (std::find(out.begin(), out.end(), numeric) == out.end()) out.push_back(numeric);
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+void ResolveHosts(Destination* to, std::vector<Protected>* protect) {
+  if (to->identity.kind != Identity::Kind::kLun) return;
+  std::map<std::string, std::vector<std::string>> known;
+  auto resolve = [&known](Identity* id) {
+    auto [it, added] = known.try_emplace(id->host);
+    if (added) it->second = HostAddresses(id->host);
+    id->hosts = it->second;
+  };
+  resolve(&to->identity);
+  for (Protected& p : *protect) {
+    if (p.identity.kind == Identity::Kind::kLun && p.identity.lun == to->identity.lun) {
+      resolve(&p.identity);
+    }
+  }
+}
+
+void AddRepository(const std::string& path, const Identity& to, std::vector<Protected>* protect) {
+  Protected dir;
+  dir.rule = Rule::kRepository;
+  dir.identity = Identify(path);
+  dir.what = "repository " + path;
+  dir.tree = true;
+  const bool linked = to.kind == Identity::Kind::kPath && to.exists && to.links > 1;
+  protect->push_back(dir);
+  if (!linked || !dir.identity.exists) return;
+  // A hard link elsewhere to one of its files: only an inode tells.
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    Protected file;
+    file.rule = Rule::kRepository;
+    file.identity.kind = Identity::Kind::kPath;
+    file.identity.exists = true;
+    file.identity.file = IdOf(st);
+    file.identity.spelling = it->path().string();
+    file.what = "repository " + path;
+    protect->push_back(file);
+  }
+}
+
+}  // namespace wanbackup::guard

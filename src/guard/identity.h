@@ -1,0 +1,34 @@
+// Filling in guard::Identity (guard/write_guard.h) from what the user typed: a path by what it
+// resolves to (symlinks, hard links, `.` and `..`: the inode or device number), an iSCSI URL by
+// IQN + LUN + the portal host's addresses. Touches the filesystem (stat, realpath) and, for two
+// URLs that name the same IQN and LUN through hosts spelled differently, the resolver.
+// Thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "guard/write_guard.h"
+
+namespace wanbackup::guard {
+
+// The identity of an iSCSI URL or a local path (relative to the working directory). Never
+// fails: a URL that names no LUN, or a path that cannot be examined, is kUnknown or a kPath
+// that does not exist, compared by spelling. A URL's host is not resolved here (ResolveHosts).
+Identity Identify(const std::string& spec);
+
+// A host's addresses as Identity::hosts holds them: "loopback" for localhost and every
+// loopback address, a numeric address in its canonical form, a name resolved; empty when a
+// name does not resolve.
+std::vector<std::string> HostAddresses(const std::string& host);
+
+// Resolves the hosts of `to` and of each protected LUN with the same IQN and LUN (only those:
+// no lookup for LUNs that differ anyway).
+void ResolveHosts(Destination* to, std::vector<Protected>* protect);
+
+// What repository `path` protects: its directory (and everything in it), and, when `to` is a
+// regular file with more than one hard link, each file in it by inode. `what` names it
+// ("repository /x").
+void AddRepository(const std::string& path, const Identity& to, std::vector<Protected>* protect);
+
+}  // namespace wanbackup::guard

@@ -1,0 +1,200 @@
+// The write guard through the real binary (docs/threat-model.md, "Write targets"): every
+// command that writes refuses a repository's files, another job's source and a recorded
+// replica, by identity (symlinks, hard links, ./ and ..), exit 2, nothing written. The rules
+// one by one: unit/write_guard_test.cpp.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include "support/repo_cli.h"
+#include "support/temp_dir.h"
+
+namespace wanbackup::testing {
+namespace {
+
+// A repository with one snapshot of dir/disk.img, and the aliases of one of its files.
+struct GuardRepo {
+  TempDir dir{"write-guard"};
+  RepoCli repo{dir};
+  std::string image = dir / "disk.img";
+  GuardRepo() {
+    repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+    WriteNoiseImage(image, 1, 4);
+    repo.Ok({"snapshot", image});
+  }
+  // One pack of the repository.
+  std::string Pack() const {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(repo.path() + "/packs")) {
+      if (e.is_regular_file()) return e.path().string();
+    }
+    FAIL("no pack in " << repo.path());
+    return "";
+  }
+  // `file` itself, a symlink to it, a hard link to it, and spellings through ./ and ..
+  std::vector<std::string> Aliases(const std::string& file, const std::string& label) const {
+    const std::string sym = dir / (label + ".symlink"), hard = dir / (label + ".hardlink");
+    REQUIRE(::symlink(file.c_str(), sym.c_str()) == 0);
+    REQUIRE(::link(file.c_str(), hard.c_str()) == 0);
+    const std::filesystem::path p(file);
+    return {file, sym, hard, p.parent_path().string() + "/./" + p.filename().string(),
+            p.parent_path().string() + "/../" + p.parent_path().filename().string() + "/" +
+                p.filename().string()};
+  }
+  // Every file of the repository and the image, except the lock (it names its last holder).
+  std::map<std::string, std::string> State() const {
+    std::map<std::string, std::string> all = TreeContents(repo.path());
+    all.erase(repo.path() + "/lock");
+    all[image] = TreeContents(dir.path())[image];
+    return all;
+  }
+};
+
+void CheckRefused(const RunResult& r, const std::string& says) {
+  INFO("exit " << r.exit_code << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(says));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("write guard: replicate to the repository's config.json is refused and it is intact",
+          "[guard]") {
+  GuardRepo s;
+  const auto before = s.State();
+  for (const std::string& to : s.Aliases(s.repo.path() + "/config.json", "config")) {
+    INFO(to);
+    CheckRefused(s.repo.Wb({"replicate", "latest", "--to", to, "--repo", s.repo.path()}),
+                 "is a file of repository " + s.repo.path());
+  }
+  CHECK(s.State() == before);
+  s.repo.Ok({"restore", "latest", "--to", s.dir / "back.img"});  // it still opens
+  CHECK(SameFile(s.dir / "back.img", s.image));
+}
+
+TEST_CASE("write guard: restore --force over the catalog or a pack is refused and both are intact",
+          "[guard]") {
+  GuardRepo s;
+  const auto before = s.State();
+  std::vector<std::string> targets = s.Aliases(s.repo.catalog(), "catalog");
+  for (const std::string& alias : s.Aliases(s.Pack(), "pack"))
+    targets.push_back(alias);
+  targets.push_back(s.repo.path() + "/packs/new.img");  // a new file inside it
+  for (const std::string& to : targets) {
+    INFO(to);
+    CheckRefused(s.repo.Wb({"restore", "1", "--to", to, "--force"}),
+                 "is a file of repository " + s.repo.path());
+  }
+  CHECK(s.State() == before);
+  CHECK(!std::filesystem::exists(s.repo.path() + "/packs/new.img"));
+  s.repo.Ok({"verify"});
+}
+
+TEST_CASE(
+    "write guard: a job that replicates to another job's source, in another repository, is "
+    "refused by run and by run --dry-run",
+    "[guard]") {
+  GuardRepo s;
+  const std::string other_repo = s.dir / "other-repo", other_key = s.dir / "other.key";
+  s.repo.Ok({"init", other_repo, "--key-file", other_key, "--chunk-size", "64K"});
+  const std::string production = s.dir / "production.img";
+  WriteNoiseImage(production, 2, 4);
+  const std::string kept = TreeContents(s.dir.path())[production];
+  const std::string config = s.dir / "wanbackup.toml";
+  for (const std::string& to : s.Aliases(production, "production")) {
+    INFO(to);
+    std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path()
+                          << "\"\nkey_file = \"" << s.repo.key() << "\"\n"
+                          << "[repositories.other]\npath = \"" << other_repo << "\"\nkey_file = \""
+                          << other_key << "\"\n\n"
+                          << "[jobs.disk]\nrepository = \"main\"\nsource = \"" << s.image
+                          << "\"\nreplicate_to = [\"" << to << "\"]\n\n"
+                          << "[jobs.production]\nrepository = \"other\"\nsource = \"" << production
+                          << "\"\n";
+    REQUIRE(::chmod(config.c_str(), 0600) == 0);
+    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+                 "is the source of job production");
+    CheckRefused(s.repo.Wb({"run", "disk", "--config", config}), "is the source of job production");
+  }
+  CHECK(TreeContents(s.dir.path())[production] == kept);
+}
+
+TEST_CASE("write guard: a job that replicates into a repository of its config is refused",
+          "[guard]") {
+  GuardRepo s;
+  const std::string config = s.dir / "wanbackup.toml";
+  std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path() << "\"\nkey_file = \""
+                        << s.repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << s.image << "\"\nreplicate_to = [\"" << s.repo.path()
+                        << "/./catalog.db\"]\n";
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  const auto before = s.State();
+  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+               "is a file of repository " + s.repo.path());
+  CheckRefused(s.repo.Wb({"run", "disk", "--config", config}),
+               "is a file of repository " + s.repo.path());
+  CHECK(s.State() == before);
+  // A ./ alias of the job's own source: the dry run refuses what the run refuses.
+  std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path() << "\"\nkey_file = \""
+                        << s.repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << s.image << "\"\nreplicate_to = [\"" << s.dir.path()
+                        << "/./disk.img\"]\n";
+  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+               "is the source of job disk");
+  CHECK(s.State() == before);
+}
+
+// Records a replica at `url` in the catalog, as a replicate to that LUN would have.
+void RecordLunReplica(const std::string& catalog, const std::string& url) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(catalog.c_str(), &db) == SQLITE_OK);
+  const std::string sql =
+      "INSERT INTO replicas (identity, target, snapshot_id, updated) VALUES "
+      "('iscsi:iqn.2001-05.com.example:standby/1:naa.600', '" +
+      url + "', 1, 0)";
+  CHECK(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST_CASE(
+    "write guard: restore onto a recorded LUN replica is refused before any login, however the "
+    "host is spelled",
+    "[guard]") {
+  GuardRepo s;
+  // Nothing listens on port 1: a command that tried to log in would fail unreachable (exit 4).
+  RecordLunReplica(s.repo.catalog(), "iscsi://127.0.0.1:1/iqn.2001-05.com.example:standby/1");
+  CheckRefused(
+      s.repo.Wb({"restore", "1", "--to", "iscsi://localhost:1/iqn.2001-05.com.example:standby/1"}),
+      "is replica 1 of repository " + s.repo.path());
+  // copy has no repository, but the same guard: a LUN never is its own source.
+  CheckRefused(s.repo.Wb({"copy", "iscsi://localhost:1/iqn.2001-05.com.example:standby/1",
+                          "iscsi://127.0.0.1:1/iqn.2001-05.com.example:standby/1"}),
+               "is the source of this copy");
+}
+
+TEST_CASE("write guard: replicate onto a replica of another source's snapshots is refused",
+          "[guard]") {
+  GuardRepo s;
+  const std::string standby = s.dir / "standby.img";
+  s.repo.Ok({"replicate", "1", "--to", standby});
+  const std::string other = s.dir / "other.img";
+  WriteNoiseImage(other, 3, 4);
+  s.repo.Ok({"snapshot", other});  // snapshot 2, another series
+  const std::string held = TreeContents(s.dir.path())[standby];
+  CheckRefused(s.repo.Wb({"replicate", "2", "--to", standby}), "is replica 1 of repository");
+  CHECK(TreeContents(s.dir.path())[standby] == held);
+  WriteNoiseImage(s.image, 4, 4);
+  s.repo.Ok({"snapshot", s.image});  // snapshot 3, the replica's own series
+  s.repo.Ok({"replicate", "3", "--to", standby});
+  CHECK(SameFile(standby, s.image));
+}
+
+}  // namespace
+}  // namespace wanbackup::testing
