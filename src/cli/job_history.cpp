@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char kPendingDir[] = "job-runs.pending";
 
-std::string HostName() {
+std::string ThisHost() {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   return host;
@@ -44,7 +44,7 @@ int64_t StartTime(int64_t pid) {
 }
 
 bool ProcessGone(const catalog::JobRun& run) {
-  if (run.status != "running" || run.host != HostName() || run.pid <= 0) return false;
+  if (run.status != "running" || run.host != ThisHost() || run.pid <= 0) return false;
   if (::kill(static_cast<pid_t>(run.pid), 0) != 0) return errno == ESRCH;
   // Alive: the same process only if it started when the run's did.
   return run.pid_started != 0 && StartTime(run.pid) != run.pid_started;
@@ -109,7 +109,8 @@ std::vector<std::pair<std::string, catalog::JobRun>> PendingRuns(const std::stri
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
-    const std::string path = dir + "/" + name;
+    std::string path = dir;
+    path.append("/").append(name);
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     std::string text(64 << 10, '\0');
@@ -154,7 +155,8 @@ std::vector<catalog::JobRun> RunHistory::Runs(const std::string& job, int limit)
   Result<std::vector<catalog::JobRun>> runs = cat_->JobRuns(job, limit);
   if (!runs.ok()) return {};
   // Rows the catalog could not take yet (it is busy): shown all the same.
-  for (const auto& [path, run] : PendingRuns(repo_path_ + "/" + kPendingDir)) {
+  for (const auto& pending : PendingRuns(repo_path_ + "/" + kPendingDir)) {
+    const catalog::JobRun& run = pending.second;
     if (!job.empty() && run.job != job) continue;
     std::erase_if(*runs, [&](const catalog::JobRun& r) { return run.id != 0 && r.id == run.id; });
     runs->push_back(run);
