@@ -103,6 +103,12 @@ CREATE TABLE replicas (
   chunks_written      INTEGER NOT NULL DEFAULT 0
 );
 )sql",
+    // 4 -> 5: the job that took each snapshot (a job's forget step considers only its own), and
+    // the start time of a run's process (with its pid it tells a live run from a reused pid).
+    R"sql(
+ALTER TABLE snapshots ADD COLUMN job TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_runs ADD COLUMN pid_started INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -121,7 +127,7 @@ int64_t NowMs() {
 constexpr const char* kSnapshotColumns =
     "id, source, tag, hostname, size_bytes, block_size, chunk_size, started, finished, status, "
     "bytes_read, bytes_new, bytes_stored, chunks_total, chunks_new, chunks_zero, "
-    "coalesce(record_id, 0)";
+    "coalesce(record_id, 0), job";
 
 SnapshotInfo SnapshotFromRow(const Stmt& s) {
   SnapshotInfo i;
@@ -142,6 +148,7 @@ SnapshotInfo SnapshotFromRow(const Stmt& s) {
   i.chunks_new = static_cast<uint64_t>(s.Int(14));
   i.chunks_zero = static_cast<uint64_t>(s.Int(15));
   i.record_id = s.Int(16);
+  i.job = s.Text(17);
   return i;
 }
 
@@ -150,8 +157,9 @@ class SqliteCatalog final : public Catalog {
   explicit SqliteCatalog(Db db) : db_(std::move(db)) {}
 
   // `read_only`: opened so; nothing is set that writes, and an older schema is not migrated.
-  Status Init(bool create, bool read_only = false) {
-    WB_RETURN_IF_ERROR(db_.Exec("PRAGMA busy_timeout = 10000"));
+  Status Init(bool create, std::chrono::milliseconds busy_timeout, bool read_only = false) {
+    const std::string busy = "PRAGMA busy_timeout = " + std::to_string(busy_timeout.count());
+    WB_RETURN_IF_ERROR(db_.Exec(busy.c_str()));
     if (!read_only) {
       // WAL: readers never block the writer. FULL: a commit is durable when it returns.
       WB_RETURN_IF_ERROR(db_.Exec("PRAGMA journal_mode = WAL"));
@@ -336,11 +344,11 @@ class SqliteCatalog final : public Catalog {
     WB_ASSIGN_OR_RETURN(Stmt s,
                         Stmt::Prepare(db_,
                                       "INSERT INTO snapshots (id, source, tag, hostname, "
-                                      "size_bytes, block_size, chunk_size, started, status) "
+                                      "size_bytes, block_size, chunk_size, started, status, job) "
                                       "VALUES (1 + max((SELECT coalesce(max(id), 0) FROM "
                                       "snapshots), (SELECT coalesce(max(CAST(value AS INTEGER)), "
                                       "0) FROM settings WHERE key = ?)), ?, ?, ?, ?, ?, ?, ?, "
-                                      "'running')"));
+                                      "'running', ?)"));
     s.Bind(1, std::string(kSnapshotIdFloor))
         .Bind(2, i.source)
         .Bind(3, i.tag)
@@ -348,7 +356,8 @@ class SqliteCatalog final : public Catalog {
         .Bind(5, static_cast<int64_t>(i.size_bytes))
         .Bind(6, i.block_size)
         .Bind(7, i.chunk_size)
-        .Bind(8, i.started_unix_ms);
+        .Bind(8, i.started_unix_ms)
+        .Bind(9, i.job);
     WB_RETURN_IF_ERROR(s.Run());
     return sqlite3_last_insert_rowid(db_.get());
   }
@@ -396,8 +405,8 @@ class SqliteCatalog final : public Catalog {
                               "INSERT INTO snapshots (id, source, tag, hostname, size_bytes, "
                               "block_size, chunk_size, started, finished, status, bytes_read, "
                               "bytes_new, bytes_stored, chunks_total, chunks_new, chunks_zero, "
-                              "record_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'complete', ?, ?, "
-                              "?, ?, ?, ?, ?)"));
+                              "record_id, job) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'complete', "
+                              "?, ?, ?, ?, ?, ?, ?, ?)"));
     s.Bind(1, i.id)
         .Bind(2, i.source)
         .Bind(3, i.tag)
@@ -413,7 +422,8 @@ class SqliteCatalog final : public Catalog {
         .Bind(13, static_cast<int64_t>(i.chunks_total))
         .Bind(14, static_cast<int64_t>(i.chunks_new))
         .Bind(15, static_cast<int64_t>(i.chunks_zero))
-        .Bind(16, i.record_id);
+        .Bind(16, i.record_id)
+        .Bind(17, i.job);
     return s.Run();
   }
 
@@ -612,10 +622,11 @@ class SqliteCatalog final : public Catalog {
 
 }  // namespace
 
-Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool create) {
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool create,
+                                               std::chrono::milliseconds busy_timeout) {
   WB_ASSIGN_OR_RETURN(Db db, Db::Open(path, create));
   auto catalog = std::make_unique<SqliteCatalog>(std::move(db));
-  WB_RETURN_IF_ERROR(catalog->Init(create));
+  WB_RETURN_IF_ERROR(catalog->Init(create, busy_timeout));
   return std::unique_ptr<Catalog>(std::move(catalog));
 }
 
@@ -629,7 +640,7 @@ Result<std::unique_ptr<Catalog>> Catalog::OpenReadOnly(const std::string& path) 
   const bool immutable = !has_wal && ::access(dir.c_str(), W_OK) != 0;
   WB_ASSIGN_OR_RETURN(Db db, Db::OpenReadOnly(path, immutable));
   auto catalog = std::make_unique<SqliteCatalog>(std::move(db));
-  WB_RETURN_IF_ERROR(catalog->Init(false, true));
+  WB_RETURN_IF_ERROR(catalog->Init(false, kDefaultBusyTimeout, true));
   return std::unique_ptr<Catalog>(std::move(catalog));
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,7 +22,7 @@ namespace wanbackup::catalog {
 
 using Digest = std::array<uint8_t, 32>;
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 // Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
@@ -47,6 +48,7 @@ struct SnapshotInfo {
   std::string source;
   std::string tag;
   std::string hostname;
+  std::string job;  // the config file's job that took it ("" by hand, or before schema 5)
   uint64_t size_bytes = 0;
   uint32_t block_size = 0;
   uint32_t chunk_size = 0;
@@ -80,6 +82,7 @@ struct JobRun {
   int64_t finished_unix_ms = 0;  // 0 while running (or when the run was killed)
   std::string status;            // "running", "ok", "failed", "interrupted"
   int64_t pid = 0;               // of the process running it
+  int64_t pid_started = 0;       // its start time, /proc/PID/stat field 22 (0: unknown)
   std::string host;
   int64_t snapshot_id = 0;  // the snapshot it took (0: none)
   uint64_t bytes = 0;       // read from the source
@@ -117,8 +120,13 @@ struct CatalogStats {
 
 class Catalog {
  public:
-  // Opens (and with `create`, creates) the catalog at `path`, migrating an older schema.
-  static Result<std::unique_ptr<Catalog>> Open(const std::string& path, bool create);
+  static constexpr std::chrono::milliseconds kDefaultBusyTimeout{10000};
+  // Opens (and with `create`, creates) the catalog at `path`, migrating an older schema. A
+  // statement that finds the database locked by another connection retries for up to
+  // `busy_timeout`, then fails with Busy.
+  static Result<std::unique_ptr<Catalog>> Open(
+      const std::string& path, bool create,
+      std::chrono::milliseconds busy_timeout = kDefaultBusyTimeout);
   // Opens the catalog at `path` for reading only, for a repository nobody can write (a
   // read-only mount, write-protected media, a directory without write permission): no schema
   // migration, and no -shm needed where none can be made (docs/operations.md). Writes fail.

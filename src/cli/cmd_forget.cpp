@@ -16,6 +16,7 @@
 #include "cli/internal/json_text.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
+#include "jobs/source_identity.h"
 #include "pipeline/forget.h"
 #include "pipeline/retention.h"
 
@@ -27,6 +28,8 @@ struct ForgetCommandOptions {
   pipeline::RetentionPolicy policy;
   std::string keep_within;
   std::string source;
+  std::string group_by_text = "source,tag";  // --group-by as given
+  pipeline::GroupBy group_by;
   bool allow_empty_source = false;
   bool dry_run = false;
   bool json = false;
@@ -42,6 +45,7 @@ std::string JoinIds(const std::vector<int64_t>& ids) {
 
 // Everything that can be said about the command line before the repository is opened.
 Status CheckArguments(ForgetCommandOptions* opts) {
+  WB_ASSIGN_OR_RETURN(opts->group_by, pipeline::ParseGroupBy(opts->group_by_text));
   if (!opts->keep_within.empty()) {
     WB_ASSIGN_OR_RETURN(opts->policy.keep_within,
                         pipeline::ParseRetentionDuration(opts->keep_within));
@@ -72,18 +76,29 @@ Status CheckArguments(ForgetCommandOptions* opts) {
   return Status::Ok();
 }
 
-using SnapshotsBySource = std::map<std::string, std::vector<catalog::SnapshotInfo>>;
-
-// What to forget: the decision about every snapshot of each source concerned, and the
+// What to forget: the decision about every snapshot of each series concerned, and the
 // snapshots the decisions drop.
+struct SeriesDecisions {
+  pipeline::SnapshotGroup series;  // what the series is (its snapshots are in `decisions`)
+  std::vector<pipeline::RetentionDecision> decisions;
+};
 struct ForgetPlan {
-  std::map<std::string, std::vector<pipeline::RetentionDecision>> decisions;
+  std::vector<SeriesDecisions> series;
   std::vector<catalog::SnapshotInfo> forget;
 };
 
+// "SOURCE, tag T, job J" as far as the series is grouped; "all snapshots" when it is not.
+std::string SeriesName(const pipeline::SnapshotGroup& g, const pipeline::GroupBy& by) {
+  std::string name = by.source ? g.source : "";
+  if (by.tag) name += (name.empty() ? "" : ", ") + (g.tag.empty() ? "no tag" : "tag " + g.tag);
+  if (by.job) name += (name.empty() ? "" : ", ") + (g.job.empty() ? "no job" : "job " + g.job);
+  return name.empty() ? "all snapshots" : name;
+}
+
 // The snapshots named on the command line (each must exist and be complete); the other
-// snapshots of their sources are kept as "not named".
-Result<ForgetPlan> PlanByIds(catalog::Catalog& cat, const SnapshotsBySource& by_source,
+// snapshots of their series are kept as "not named".
+Result<ForgetPlan> PlanByIds(catalog::Catalog& cat,
+                             const std::vector<pipeline::SnapshotGroup>& groups,
                              const std::vector<std::string>& ids) {
   std::set<int64_t> wanted;
   for (const std::string& id : ids)
@@ -97,34 +112,32 @@ Result<ForgetPlan> PlanByIds(catalog::Catalog& cat, const SnapshotsBySource& by_
     }
   }
   ForgetPlan plan;
-  for (const auto& [source, list] : by_source) {
-    const bool touched = std::any_of(list.begin(), list.end(),
+  for (const pipeline::SnapshotGroup& g : groups) {
+    const bool touched = std::any_of(g.snapshots.begin(), g.snapshots.end(),
                                      [&](const auto& s) { return wanted.count(s.id) != 0; });
     if (!touched) continue;
-    for (const catalog::SnapshotInfo& s : list) {
+    SeriesDecisions series{g, {}};
+    for (const catalog::SnapshotInfo& s : g.snapshots) {
       const bool drop = wanted.count(s.id) != 0;
-      plan.decisions[source].push_back(
+      series.decisions.push_back(
           {s, !drop, drop ? std::vector<std::string>{} : std::vector<std::string>{"not named"}});
       if (drop) plan.forget.push_back(s);
     }
+    plan.series.push_back(std::move(series));
   }
   return plan;
 }
 
-// The --keep-* rules applied to each source (or to --source only).
-Result<ForgetPlan> PlanByPolicy(const SnapshotsBySource& by_source,
-                                const ForgetCommandOptions& opts) {
-  if (!opts.source.empty() && by_source.count(opts.source) == 0) {
-    return Status::NotFound("no snapshots of source '" + opts.source +
-                            "' (see 'wanbackup snapshots'); nothing was forgotten");
-  }
+// The --keep-* rules applied to each series.
+ForgetPlan PlanByPolicy(const std::vector<pipeline::SnapshotGroup>& groups,
+                        const ForgetCommandOptions& opts) {
   ForgetPlan plan;
-  for (const auto& [source, list] : by_source) {
-    if (!opts.source.empty() && source != opts.source) continue;
-    plan.decisions[source] = pipeline::ApplyRetention(list, opts.policy);
-    for (const pipeline::RetentionDecision& d : plan.decisions[source]) {
+  for (const pipeline::SnapshotGroup& g : groups) {
+    SeriesDecisions series{g, pipeline::ApplyRetention(g.snapshots, opts.policy)};
+    for (const pipeline::RetentionDecision& d : series.decisions) {
       if (!d.keep) plan.forget.push_back(d.snapshot);
     }
+    plan.series.push_back(std::move(series));
   }
   return plan;
 }
@@ -132,37 +145,56 @@ Result<ForgetPlan> PlanByPolicy(const SnapshotsBySource& by_source,
 // Which snapshots to forget: those named by id, or those the --keep-* rules do not keep.
 Result<ForgetPlan> Plan(pipeline::Repository& repo, const ForgetCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(false));
-  SnapshotsBySource by_source;
-  for (const catalog::SnapshotInfo& s : all)
-    by_source[s.source].push_back(s);
-  if (!opts.ids.empty()) return PlanByIds(repo.catalog(), by_source, opts.ids);
-  return PlanByPolicy(by_source, opts);
+  std::map<std::string, std::string> identities;  // stat once per source name
+  auto identity = [&](const std::string& source) {
+    auto it = identities.find(source);
+    if (it == identities.end()) it = identities.emplace(source, jobs::SourceIdentity(source)).first;
+    return it->second;
+  };
+  if (!opts.source.empty()) {  // that disk only, however its snapshots spelled it
+    const std::string wanted = identity(opts.source);
+    std::erase_if(all,
+                  [&](const catalog::SnapshotInfo& s) { return identity(s.source) != wanted; });
+    if (all.empty()) {
+      return Status::NotFound("no snapshots of source '" + opts.source +
+                              "' (see 'wanbackup snapshots'); nothing was forgotten");
+    }
+  }
+  const std::vector<pipeline::SnapshotGroup> groups =
+      pipeline::GroupSnapshots(all, opts.group_by, identity);
+  if (!opts.ids.empty()) return PlanByIds(repo.catalog(), groups, opts.ids);
+  return PlanByPolicy(groups, opts);
 }
 
-// Never the last snapshot of a source, unless asked in so many words.
-Status CheckNoSourceEmptied(const ForgetPlan& plan, bool allow_empty_source) {
-  for (const auto& [source, list] : plan.decisions) {
+// Never the last snapshot of a series, unless asked in so many words.
+Status CheckNoSourceEmptied(const ForgetPlan& plan, const ForgetCommandOptions& opts) {
+  for (const SeriesDecisions& s : plan.series) {
     const bool keeps_one =
-        std::any_of(list.begin(), list.end(), [](const auto& d) { return d.keep; });
-    if (!keeps_one && !list.empty() && !allow_empty_source) {
+        std::any_of(s.decisions.begin(), s.decisions.end(), [](const auto& d) { return d.keep; });
+    if (!keeps_one && !s.decisions.empty() && !opts.allow_empty_source) {
       return Status::InvalidArgument(
-          "this would forget every snapshot of " + source + " (the newest is " +
-          std::to_string(list.front().snapshot.id) +
+          "this would forget every snapshot of " + SeriesName(s.series, opts.group_by) +
+          " (the newest is " + std::to_string(s.decisions.front().snapshot.id) +
           "); keep one, or give --allow-empty-source; nothing was forgotten");
     }
   }
   return Status::Ok();
 }
 
-void PrintJson(const ForgetPlan& plan, const std::vector<int64_t>& forgotten, bool dry_run,
-               bool upgraded) {
+nlohmann::json OrNull(bool grouped, const std::string& value) {
+  return grouped ? nlohmann::json(value) : nlohmann::json();
+}
+
+void PrintJson(const ForgetPlan& plan, const ForgetCommandOptions& opts,
+               const std::vector<int64_t>& forgotten, bool upgraded) {
   nlohmann::json sources = nlohmann::json::array();
-  for (const auto& [source, list] : plan.decisions) {
+  for (const SeriesDecisions& s : plan.series) {
     nlohmann::json keep = nlohmann::json::array(), drop = nlohmann::json::array();
-    for (const pipeline::RetentionDecision& d : list) {
+    for (const pipeline::RetentionDecision& d : s.decisions) {
       nlohmann::json e = {{"id", d.snapshot.id},
                           {"started_unix_ms", d.snapshot.started_unix_ms},
-                          {"tag", d.snapshot.tag}};
+                          {"tag", d.snapshot.tag},
+                          {"job", d.snapshot.job}};
       if (d.keep) {
         e["reasons"] = d.reasons;
         keep.push_back(e);
@@ -170,23 +202,29 @@ void PrintJson(const ForgetPlan& plan, const std::vector<int64_t>& forgotten, bo
         drop.push_back(e);
       }
     }
-    sources.push_back({{"source", source}, {"keep", keep}, {"forget", drop}});
+    // The series' keys; null for what it is not grouped by.
+    sources.push_back({{"source", OrNull(opts.group_by.source, s.series.source)},
+                       {"tag", OrNull(opts.group_by.tag, s.series.tag)},
+                       {"job", OrNull(opts.group_by.job, s.series.job)},
+                       {"keep", keep},
+                       {"forget", drop}});
   }
-  nlohmann::json j = {{"dry_run", dry_run},
+  nlohmann::json j = {{"dry_run", opts.dry_run},
                       {"forgotten", forgotten},
                       {"sources", sources},
                       {"upgraded_format", upgraded}};
   OutputJson(j, 2);
 }
 
-// One table per source: keep or forget, id, start time, tag, and the rules that keep it.
-void PrintDecisions(const ForgetPlan& plan) {
-  for (const auto& [source, list] : plan.decisions) {
+// One table per series: keep or forget, id, start time, tag, and the rules that keep it.
+void PrintDecisions(const ForgetPlan& plan, const pipeline::GroupBy& by) {
+  for (const SeriesDecisions& s : plan.series) {
     size_t kept = 0;
-    for (const auto& d : list)
+    for (const auto& d : s.decisions)
       kept += d.keep ? 1 : 0;
-    std::printf("%s: keep %zu, forget %zu\n", source.c_str(), kept, list.size() - kept);
-    for (const pipeline::RetentionDecision& d : list) {
+    std::printf("%s: keep %zu, forget %zu\n", SeriesName(s.series, by).c_str(), kept,
+                s.decisions.size() - kept);
+    for (const pipeline::RetentionDecision& d : s.decisions) {
       std::string why;
       for (const std::string& r : d.reasons)
         why += (why.empty() ? "" : ", ") + r;
@@ -218,7 +256,7 @@ Status RunForget(ForgetCommandOptions opts) {
                       OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
                                                              : pipeline::OpenMode::kExclusive));
   WB_ASSIGN_OR_RETURN(const ForgetPlan plan, Plan(*repo, opts));
-  WB_RETURN_IF_ERROR(CheckNoSourceEmptied(plan, opts.allow_empty_source));
+  WB_RETURN_IF_ERROR(CheckNoSourceEmptied(plan, opts));
 
   std::vector<int64_t> forgotten;
   for (const catalog::SnapshotInfo& s : plan.forget)
@@ -233,17 +271,17 @@ Status RunForget(ForgetCommandOptions opts) {
   WarnReplicasLosingBase(*repo, forgotten, opts.dry_run);
 
   if (opts.json) {
-    PrintJson(plan, forgotten, opts.dry_run, upgraded);
+    PrintJson(plan, opts, forgotten, upgraded);
     return Status::Ok();
   }
-  PrintDecisions(plan);
+  PrintDecisions(plan, opts.group_by);
   PrintOutcome(forgotten, opts.dry_run, upgraded);
   return Status::Ok();
 }
 
 // The --keep-* rules, in their own help group.
 void AddRetentionFlags(CLI::App* cmd, ForgetCommandOptions* opts) {
-  const char* rules = "Retention (per source; a snapshot any rule keeps is kept)";
+  const char* rules = "Retention (per series; a snapshot any rule keeps is kept)";
   const CLI::Validator at_least_one(
       [](std::string& value) -> std::string {
         size_t used = 0;
@@ -290,13 +328,19 @@ void AddRetentionFlags(CLI::App* cmd, ForgetCommandOptions* opts) {
 }
 
 constexpr const char kForgetFooter[] =
-    "\nRULES: the snapshots of each source are taken newest first, by start time. --keep-last\n"
+    "\nSERIES: the rules apply to each series of snapshots on its own. By default a series is\n"
+    "one source and one tag (--group-by source,tag): a LUN is one source however its portal\n"
+    "is spelled (iscsi://localhost/IQN/1 and iscsi://127.0.0.1/IQN/1 are one), a local file\n"
+    "or device however its path is (by device and inode where it exists). --group-by source\n"
+    "ignores tags, --group-by job groups by the job that took each snapshot ('wanbackup run';\n"
+    "by hand: no job), --group-by '' makes all snapshots one series.\n"
+    "\nRULES: the snapshots of each series are taken newest first, by start time. --keep-last\n"
     "keeps the N newest. --keep-hourly/daily/weekly/monthly/yearly keep, for each of the N\n"
     "newest periods that have a snapshot, the newest snapshot in it (periods in local\n"
     "time). --keep-within keeps all taken within DURATION of the newest. --keep-tag keeps\n"
     "all with the tag. A snapshot is kept if any rule keeps it; the rest are forgotten.\n"
     "Example: 30 nightly snapshots with --keep-last 3 --keep-daily 7 keep the 7 newest\n"
-    "nights. A forget that would leave a source with no snapshot is refused unless\n"
+    "nights. A forget that would leave a series with no snapshot is refused unless\n"
     "--allow-empty-source is given.\n"
     "\nForgetting removes snapshots from the catalog and seals a forget record in the\n"
     "repository (so 'repair catalog' does not bring them back); it frees no space:\n"
@@ -316,7 +360,12 @@ void RegisterForget(CLI::App& app, Runner* runner) {
   cmd->add_option("snapshot", opts->ids, "snapshot numbers to forget (instead of --keep-* rules)");
   AddRetentionFlags(cmd, opts.get());
   cmd->add_option("--source", opts->source,
-                  "apply the rules to this source only (as 'wanbackup snapshots' names it)");
+                  "apply the rules to this source only (the same LUN or file however "
+                  "'wanbackup snapshots' spells it)");
+  cmd->add_option("--group-by", opts->group_by_text,
+                  "which snapshots form one series the rules apply to: a comma-separated mix "
+                  "of source, tag and job, or \"\" for one series of all")
+      ->capture_default_str();
   cmd->add_flag("--allow-empty-source", opts->allow_empty_source,
                 "allow forgetting every snapshot of a source (refused otherwise)");
   cmd->add_flag("-n,--dry-run", opts->dry_run,

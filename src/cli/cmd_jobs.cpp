@@ -72,6 +72,7 @@ void PrintJson(const jobs::Config& config, const std::vector<JobView>& views) {
          {"next_run_unix_ms", v.next_run_unix_ms != 0 ? nlohmann::json(v.next_run_unix_ms)
                                                       : nlohmann::json()},  // null: no schedule
          {"state", State(v)},
+         {"warnings", v.job->warnings},
          {"runs", runs},
          {"history_error",
           v.history_error.empty() ? nlohmann::json() : nlohmann::json(v.history_error)}});
@@ -109,6 +110,8 @@ void PrintText(const std::vector<JobView>& views) {
                   v.next_run_unix_ms != 0 ? LocalTime(v.next_run_unix_ms).c_str() : "never",
                   j.randomized_delay.c_str());
     }
+    for (const std::string& warning : j.warnings)
+      std::printf("  warning    %s\n", warning.c_str());
     if (!v.history_error.empty()) std::printf("  history    %s\n", v.history_error.c_str());
     for (const catalog::JobRun& r : v.runs)
       std::printf("%s\n", RunLine(r).c_str());
@@ -157,11 +160,14 @@ void RegisterJobs(CLI::App& app, Runner* runner) {
   cmd->add_flag("--json", opts->json, "print the jobs and their runs as JSON");
   cmd->footer(
       "\nA job's state is its last run's: ok, failed, interrupted (killed, or stopped by a\n"
-      "signal), running (with its pid), or 'never run'. The history lives in each\n"
-      "repository's catalog and needs no passphrase to read; it keeps each job's newest " +
+      "signal), running (with its pid), or 'never run'. A run is running while a process\n"
+      "with its pid and start time lives on this host; one that died after a failed step is\n"
+      "failed. A schedule that can no longer elapse is a warning of its job. The history\n"
+      "lives in each repository's catalog and needs no passphrase to read; it keeps each\n"
+      "job's newest " +
       std::to_string(catalog::Catalog::kJobRunsKept) +
-      "\nfinished runs, and 'repair catalog' starts it afresh. The next run comes from the\n"
-      "job's schedule (local time).\n"
+      " finished runs, and 'repair catalog' starts it afresh. The next run\n"
+      "comes from the job's schedule (local time).\n"
       "\nEXAMPLES:\n"
       "  wanbackup jobs\n"
       "  wanbackup jobs db --last 30 --json");

@@ -45,6 +45,8 @@ void PrintOutcome(const JobOutcome& outcome) {
 Status RunRun(const RunCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(const jobs::Config config, jobs::LoadConfig(jobs::ConfigPath(opts.config)));
   WB_ASSIGN_OR_RETURN(const jobs::JobConfig* job, jobs::FindJob(config, opts.job));
+  for (const std::string& warning : job->warnings)
+    PrintWarning(warning);
   if (opts.dry_run) {
     WB_ASSIGN_OR_RETURN(std::vector<std::string> plan, PlanJob(config, *job));
     if (opts.json) {
@@ -80,7 +82,8 @@ void RegisterRun(CLI::App& app, Runner* runner) {
       "  snapshot  the job's source into its repository (as 'wanbackup snapshot')\n"
       "  replicate the new snapshot to each replicate_to target (as 'wanbackup replicate';\n"
       "            a failed replica is reported and the other steps still run)\n"
-      "  forget    snapshots of that source its keep_* rules do not keep (never the new one)\n"
+      "  forget    the job's own snapshots of that source its keep_* rules do not keep\n"
+      "            (never the new one; not other jobs' nor those taken by hand)\n"
       "  prune     when the last prune is older than prune_interval (default 7d)\n"
       "  verify    verify_share of the repository's chunks (0.1: all of them over 10 runs)\n"
       "Each step prints one line. The run is recorded in the repository's job history\n"

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -58,9 +59,46 @@ std::string SelfBinary() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : kShippedBinary;
 }
 
-// The command the units and the crontab line run ("%i" stays for systemd to fill in).
-std::string CommandLine(const std::string& job, const std::string& config) {
-  return SelfBinary() + " run " + job + " --config " + config;
+// One word for sh: as it is when it holds only characters sh gives no meaning, else in single
+// quotes (a quote inside as '\'').
+std::string ShellWord(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (const char c : word)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The crontab line's command: sh words, and every '%' escaped (cron turns a bare one into a
+// newline and feeds the rest to the command's stdin).
+std::string CronCommand(const std::string& job, const std::string& config) {
+  const std::string line =
+      ShellWord(SelfBinary()) + " run " + ShellWord(job) + " --config " + ShellWord(config);
+  std::string out;
+  for (const char c : line)
+    out += c == '%' ? std::string("\\%") : std::string(1, c);
+  return out;
+}
+
+// One word of an ExecStart= line, by systemd's rules: '%' is a specifier and '$' a variable
+// (doubled to mean themselves); a word with a blank, a quote or a backslash goes in double
+// quotes with '"' and '\' escaped.
+std::string ExecWord(const std::string& word) {
+  const bool quote = word.empty() || std::any_of(word.begin(), word.end(), [](char c) {
+                       return std::isspace(static_cast<unsigned char>(c)) || c == '"' ||
+                              c == '\'' || c == '\\' || c == ';';
+                     });
+  std::string out = quote ? "\"" : "";
+  for (const char c : word) {
+    if (c == '%' || c == '$') out += c;
+    if (quote && (c == '"' || c == '\\')) out += '\\';
+    out += c;
+  }
+  return quote ? out + "\"" : out;
 }
 
 // A value for a systemd unit's Environment= line: quoted, with systemd's specifier and escape
@@ -78,7 +116,8 @@ std::string UnitQuoted(const std::string& value) {
 // The service is a template every job shares; what is one job's (its config file, its schedule)
 // goes into that job's drop-ins, so installing a job from another config file changes no other.
 std::vector<UnitFile> Units(const jobs::JobConfig& job, const std::string& config) {
-  const std::string service = Replace(kServiceTemplate, kShippedBinary, SelfBinary());
+  const std::string service = Replace(kServiceTemplate, std::string("ExecStart=") + kShippedBinary,
+                                      "ExecStart=" + ExecWord(SelfBinary()));
   const std::string config_dropin =
       "# wanbackup schedule " + job.name + ": the config file job " + job.name +
       " is read from.\n[Service]\nEnvironment=" + UnitQuoted("WANBACKUP_CONFIG=" + config) + "\n";
@@ -184,6 +223,8 @@ Status RunSchedule(const ScheduleCommandOptions& opts) {
   const std::string config_path = Absolute(jobs::ConfigPath(opts.config));
   WB_ASSIGN_OR_RETURN(const jobs::Config config, jobs::LoadConfig(config_path));
   WB_ASSIGN_OR_RETURN(const jobs::JobConfig* job, jobs::FindJob(config, opts.job));
+  for (const std::string& warning : job->warnings)
+    PrintWarning(warning);
   if (job->schedule.empty()) {
     return Status::InvalidArgument("job '" + job->name + "' has no schedule key in " + config_path +
                                    " (e.g. schedule = \"*-*-* 01:30:00\")");
@@ -200,7 +241,7 @@ Status RunSchedule(const ScheduleCommandOptions& opts) {
     std::printf("# /etc/cron.d/wanbackup-%s: job %s, schedule \"%s\"\n", job->name.c_str(),
                 job->name.c_str(), job->schedule.c_str());
     std::printf("%s root %s --quiet\n", fields.c_str(),
-                CommandLine(job->name, config_path).c_str());
+                CronCommand(job->name, config_path).c_str());
     return Status::Ok();
   }
   const std::vector<UnitFile> units = Units(*job, config_path);

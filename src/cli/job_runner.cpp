@@ -1,10 +1,9 @@
 #include "cli/job_runner.h"
 
-#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -13,13 +12,16 @@
 
 #include "cli/console.h"
 #include "cli/internal/json_text.h"
+#include "cli/job_history.h"
 #include "cli/metrics_textfile.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
 #include "cli/snapshot_source.h"
 #include "cli/write_target.h"
+#include "cli/tuning_flags.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
+#include "jobs/source_identity.h"
 #include "pipeline/file_source.h"
 #include "pipeline/forget.h"
 #include "pipeline/prune.h"
@@ -42,11 +44,6 @@ std::string HostName() {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   return host;
-}
-
-bool ProcessGone(const catalog::JobRun& run) {
-  return run.status == "running" && run.host == HostName() && run.pid > 0 &&
-         ::kill(static_cast<pid_t>(run.pid), 0) != 0 && errno == ESRCH;
 }
 
 struct Context {
@@ -73,6 +70,7 @@ SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
   SnapshotRequest r;
   r.source = job.source;
   r.tag = job.tag;
+  r.job = job.name;
   r.target.chap_user = job.chap_user;
   r.target.chap_secret_file = job.chap_secret_file;
   r.target.target_chap_user = job.target_chap_user;
@@ -91,49 +89,15 @@ SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
   return r;
 }
 
-// The history handle: the catalog opened on its own (no repository lock: history rows are
-// single-statement writes that SQLite serialises). Best effort; a run without it still runs.
-class History {
- public:
-  explicit History(const std::string& repo_path) {
-    const std::string path = repo_path + "/" + pipeline::kCatalogFile;
-    Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(path, false);
-    // A repository nobody can write (a read-only mount) still shows its history.
-    if (!cat.ok()) cat = catalog::Catalog::OpenReadOnly(path);
-    if (cat.ok()) cat_ = std::move(*cat);
-  }
-  bool ok() const { return cat_ != nullptr; }
-  std::vector<catalog::JobRun> Runs(const std::string& job, int limit) {
-    if (!cat_) return {};
-    Result<std::vector<catalog::JobRun>> runs = cat_->JobRuns(job, limit);
-    if (!runs.ok()) return {};
-    for (catalog::JobRun& r : *runs) {
-      if (ProcessGone(r)) r.status = "interrupted";
-    }
-    return *runs;
-  }
-  // Rows of runs killed on this host are closed as interrupted.
-  void CloseStale(const std::vector<catalog::JobRun>& runs) {
-    for (const catalog::JobRun& r : runs) {
-      if (r.status == "interrupted" && r.finished_unix_ms == 0) (void)cat_->UpdateJobRun(r);
-    }
-  }
-  void Start(catalog::JobRun* run) {
-    if (!cat_) return;
-    Result<int64_t> id = cat_->AddJobRun(*run);
-    if (id.ok()) run->id = *id;
-  }
-  void Update(const catalog::JobRun& run) {
-    if (cat_ && run.id != 0) {
-      if (Status s = cat_->UpdateJobRun(run); !s.ok()) {
-        PrintWarning("job history: " + s.message());
-      }
-    }
-  }
-
- private:
-  std::unique_ptr<catalog::Catalog> cat_;
-};
+// How long a history write may wait for the catalog: never longer than the job's lock_wait
+// (which bounds the whole wait), and at most a second (a row that cannot be written then is
+// written later: job_history.h).
+std::chrono::milliseconds HistoryBusyTimeout(const jobs::JobConfig& job) {
+  const Result<std::chrono::nanoseconds> wait = ParseDuration(job.lock_wait, "s");
+  const std::chrono::milliseconds cap(1000);
+  if (!wait.ok()) return cap;
+  return std::min(cap, std::chrono::duration_cast<std::chrono::milliseconds>(*wait));
+}
 
 Status SnapshotStep(Context& ctx, StepOutcome* out) {
   WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
@@ -221,9 +185,13 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
   }
   WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo->catalog().Snapshots(false));
+  // This job's snapshots of this disk only: another job's (an hourly and a monthly job of one
+  // LUN), a snapshot taken by hand and one from before job names were recorded are not its to
+  // forget ('wanbackup forget' is). The disk by identity: the portal's spelling may change.
+  const std::string disk = jobs::SourceIdentity(ctx.snapshot.source);
   std::vector<catalog::SnapshotInfo> mine;
   for (const catalog::SnapshotInfo& s : all)
-    if (s.source == ctx.snapshot.source) mine.push_back(s);
+    if (s.job == ctx.job.name && jobs::SourceIdentity(s.source) == disk) mine.push_back(s);
   std::vector<catalog::SnapshotInfo> forget;
   std::vector<int64_t> ids;
   for (const pipeline::RetentionDecision& d : pipeline::ApplyRetention(mine, ctx.job.retention)) {
@@ -239,7 +207,8 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
   for (int64_t id : ids)
     list += (list.empty() ? ": " : ", ") + std::to_string(id);
   out->summary = "kept " + std::to_string(mine.size() - forget.size()) + " snapshot(s) of " +
-                 ctx.snapshot.source + ", forgot " + std::to_string(forget.size()) + list;
+                 ctx.snapshot.source + " by this job, forgot " + std::to_string(forget.size()) +
+                 list;
   out->json = JsonText(nlohmann::json{{"kept", mine.size() - forget.size()}, {"forgotten", ids}});
   return Status::Ok();
 }
@@ -354,22 +323,34 @@ constexpr Step kSteps[] = {
     {"verify", VerifyStep, true},
 };
 
+// The run's status after another step failed: every failed step is in its one error line
+// ("job J, replicate: …; verify: …"), and damage found by verify (exit 3) outranks what failed
+// before it (a replica that could not be written), so monitoring sees the worse news.
+Status AddFailure(const Status& so_far, const Status& failed, const std::string& job,
+                  const std::string& step) {
+  if (so_far.ok()) return failed.WithContext("job " + job + ", " + step);
+  const std::string message = so_far.message() + "; " + step + ": " + failed.message();
+  const bool worse =
+      failed.code() == StatusCode::kCorruption || failed.code() == StatusCode::kCancelled;
+  return Status(worse ? failed.code() : so_far.code(), message);
+}
+
 }  // namespace
 
 JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
   const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
   Context ctx{config, job, RepoFlagsFor(repository, job), {}, {}, nullptr};
-  History history(repository.path);
+  RunHistory history(repository.path, HistoryBusyTimeout(job));
   ctx.history = history.Runs("", 1000000);
-  if (history.ok()) history.CloseStale(ctx.history);
 
   JobOutcome out;
   out.run.job = job.name;
   out.run.started_unix_ms = NowMs();
   out.run.status = "running";
   out.run.pid = ::getpid();
+  out.run.pid_started = OwnStartTime();
   out.run.host = HostName();
-  history.Start(&out.run);
+  history.Write(&out.run);
   bool stopped = false;
   for (const Step& def : kSteps) {
     const std::string name = def.name;
@@ -385,7 +366,7 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
     } else if (!s.ok()) {
       step.status = s.code() == StatusCode::kCancelled ? "interrupted" : "failed";
       step.summary = s.message();
-      if (out.status.ok()) out.status = s.WithContext("job " + job.name + ", " + name);
+      out.status = AddFailure(out.status, s, job.name, name);
       stopped = def.stops_run || s.code() == StatusCode::kCancelled;
       if (!stopped) PrintWarning("run " + job.name + ": " + name + " failed; going on");
     } else {
@@ -394,7 +375,7 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
     }
     out.steps.push_back(step);
     out.run.steps = StepsJson(out.steps);
-    history.Update(out.run);
+    history.Write(&out.run);
   }
   ctx.exclusive.reset();
   out.run.finished_unix_ms = NowMs();
@@ -404,7 +385,7 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
                    : out.status.code() == StatusCode::kCancelled ? "interrupted"
                                                                  : "failed";
   out.run.error = out.status.ok() ? "" : out.status.message();
-  history.Update(out.run);
+  history.Finish(&out.run);
   if (!config.metrics_textfile.empty()) {
     if (Status s = WriteJobMetrics(config.metrics_textfile, out.run); !s.ok()) {
       PrintWarning("metrics: " + s.message());
@@ -413,8 +394,32 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
   return out;
 }
 
+// What the run checks before or after its steps without touching the source or a replica: its
+// tuning (as the snapshot step reads it) and where the metrics go.
+Status CheckAsTheRunWould(const jobs::Config& config, const jobs::JobConfig& job) {
+  const TuningFlags tuning = SnapshotRequestFor(job).tuning;
+  initiator::IscsiSourceOptions options;
+  WB_RETURN_IF_ERROR(LimitRate(tuning).status().WithContext("job " + job.name));
+  WB_RETURN_IF_ERROR(ApplyTuningFlags(tuning, &options).WithContext("job " + job.name));
+  if (!config.metrics_textfile.empty()) {
+    const std::string& file = config.metrics_textfile;
+    const size_t slash = file.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : file.substr(0, slash);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(config.path + ": [metrics] textfile: " + dir +
+                                     " does not exist or is not a directory (the run would "
+                                     "write no metrics)");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs::JobConfig& job) {
   const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
+  WB_RETURN_IF_ERROR(CheckAsTheRunWould(config, job));
   const RepoFlags flags = RepoFlagsFor(repository, job);
   {
     WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead));
@@ -434,7 +439,7 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
         pipeline::FileSource::Open(job.source, 1);
     if (!opened.ok()) return opened.status().WithContext("job " + job.name + ": its source");
   }
-  History history(repository.path);
+  RunHistory history(repository.path, HistoryBusyTimeout(job));
   const std::vector<catalog::JobRun> runs = history.Runs("", 1000000);
   std::vector<std::string> plan;
   plan.push_back(
@@ -451,8 +456,8 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
   }
   plan.push_back(job.retention.empty()
                      ? "forget: skipped (no keep_* rules)"
-                     : "forget the snapshots of the source that the job's keep_* rules do not "
-                       "keep (never the new one)");
+                     : "forget the job's own snapshots of the source that its keep_* rules do "
+                       "not keep (never the new one)");
   const std::string not_due = PruneNotDue(job, runs);
   plan.push_back(not_due.empty() ? "prune: due (max_unused " + job.max_unused + ")"
                                  : "prune: skipped, " + not_due);
@@ -468,7 +473,7 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
 
 Result<std::vector<catalog::JobRun>> JobHistory(const jobs::RepositoryConfig& repository,
                                                 const std::string& job, int limit) {
-  History history(repository.path);
+  RunHistory history(repository.path, catalog::Catalog::kDefaultBusyTimeout);
   if (!history.ok()) {
     // Say why: most often the repository is not there (yet), which ReadConfig names.
     WB_RETURN_IF_ERROR(pipeline::Repository::ReadConfig(repository.path).status());

@@ -26,17 +26,19 @@ struct StepOutcome {
 struct JobOutcome {
   catalog::JobRun run;  // as recorded in the history (id 0 when it could not be)
   std::vector<StepOutcome> steps;
-  Status status;  // the first failing step's
+  Status status;  // every failing step's message; the first one's code, or verify's damage
 };
 
 JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job);
 
-// What RunJob would do, one line per step, after checking that the repository opens with the
-// job's credentials. Changes nothing.
+// What RunJob would do, one line per step, after the checks the run makes that need neither the
+// source's target nor a replica: the repository opens with the job's credentials, the tuning keys,
+// a local source opens, the metrics file's directory exists. Changes nothing.
 Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs::JobConfig& job);
 
-// The job history of `repository` without its credentials (the catalog only). Runs still
-// marked running whose process is gone on this host come back as "interrupted".
+// The job history of `repository` without its credentials (the catalog only; job_history.h).
+// Runs still marked running whose process is gone on this host come back as "failed" or
+// "interrupted".
 Result<std::vector<catalog::JobRun>> JobHistory(const jobs::RepositoryConfig& repository,
                                                 const std::string& job, int limit);
 

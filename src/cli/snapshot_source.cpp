@@ -23,6 +23,7 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
   pipeline::SnapshotOptions options;
   options.source_name = source.geometry().name;
   options.tag = request.tag;
+  options.job = request.job;
   // The pipeline's buffers are also the reader's window: the source reads into them.
   options.max_memory = initiator::BufferBudget(max_memory);
   options.progress_interval = request.progress_interval;

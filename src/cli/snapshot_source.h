@@ -16,6 +16,7 @@ namespace wanbackup::cli {
 struct SnapshotRequest {
   std::string source;
   std::string tag;
+  std::string job;  // the job taking it (`run`), sealed in its record
   TargetFlags target;
   TuningFlags tuning;
   std::string checkpoint_interval = "10s";

@@ -148,6 +148,15 @@ Status CongestionControlName(const std::string& v) {
                   "or \"bbr\"");
 }
 
+// As --limit-rate (cli/tuning_flags.cpp): the run refuses less than 4K a second.
+Status LimitRate(const std::string& v) {
+  WB_ASSIGN_OR_RETURN(const uint64_t rate, ParseByteRate(v));
+  if (rate != 0 && rate < 4096) {
+    return Status::InvalidArgument("must be at least 4K per second (or unlimited)");
+  }
+  return Status::Ok();
+}
+
 Status Duration(const std::string& v) {
   return ParseDuration(v, "s").status();
 }
@@ -155,21 +164,36 @@ Status Size(const std::string& v) {
   return ParseSize(v).status();
 }
 
-Status JobName(const std::string& name) {
+// A repository's name only labels it in this file.
+Status RepositoryName(const std::string& name) {
   const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
   if (ok) return Status::Ok();
-  return Status::InvalidArgument(
-      "a name of letters, digits, '-', '_' and '.' only (it names systemd units and files)");
+  return Status::InvalidArgument("a name of letters, digits, '-', '_' and '.' only");
 }
 
-Status Schedule(const std::string& text) {
-  WB_ASSIGN_OR_RETURN(CalendarSpec spec, ParseCalendar(text));
-  if (!NextElapse(spec, std::chrono::system_clock::now())) {
-    return Status::InvalidArgument("schedule '" + text + "' never elapses from now on");
+// A job's name becomes a systemd instance name, an /etc/cron.d file name and an argument of
+// `wanbackup run`: ^[A-Za-z0-9_][A-Za-z0-9_-]*$. No dot: Debian's cron ignores /etc/cron.d
+// files whose names hold one; no leading '-': `run -n` is an option, not a job.
+Status JobName(const std::string& name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  const bool ok =
+      !name.empty() && name.size() <= 64 && word(name[0]) &&
+      std::all_of(name.begin(), name.end(), [&](char c) { return word(c) || c == '-'; });
+  if (ok) return Status::Ok();
+  std::string why = "a job's name is 1 to 64 letters, digits, '_' and '-', not starting with '-'";
+  if (name.find('.') != std::string::npos) {
+    why += " (no '.': Debian's cron ignores /etc/cron.d files whose names hold one)";
+  } else if (!name.empty() && name[0] == '-') {
+    why += " (it would read as an option of 'wanbackup run')";
   }
-  return Status::Ok();
+  return Status::InvalidArgument(why + "; it names systemd units and cron files");
+}
+
+// Syntax only: a schedule that can no longer elapse is a warning of that job (NextElapse).
+Status Schedule(const std::string& text) {
+  return ParseCalendar(text).status();
 }
 
 Status Source(const std::string& source) {
@@ -217,8 +241,12 @@ Handler VerifyShare(double* out) {
       if (!parsed.ok()) return at.Error(parsed.status().message());
       v = *parsed;
     }
-    if (!v || *v < 0 || *v > 1) {
-      return at.Error("must be a share from 0 to 1 (0.1) or a percentage (\"10%\")");
+    // NaN fails every comparison: test for the good range, not the bad one.
+    const bool in_range = v && (*v == 0 || (*v >= kMinVerifyShare * (1 - 1e-9) && *v <= 1));
+    if (!in_range) {
+      return at.Error(
+          "must be 0 (no verify step) or a share from 0.0001 (1 in 10,000 per run) to 1, "
+          "as a number (0.1) or a percentage (\"10%\")");
     }
     *out = *v;
     return Status::Ok();
@@ -298,8 +326,7 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
       {"io_size", String(&j->io_size, Size)},
       {"max_memory", String(&j->max_memory, Size)},
       {"retry_timeout", String(&j->retry_timeout, Duration)},
-      {"limit_rate",
-       String(&j->limit_rate, [](const std::string& v) { return ParseByteRate(v).status(); })},
+      {"limit_rate", String(&j->limit_rate, LimitRate)},
       {"congestion_control", String(&j->congestion_control, CongestionControlName)},
       {"replicate_to", StringList(&j->replicate_to, "[\"iscsi://dr-san/iqn…:standby/1\"]", Source)},
       {"replica_chap_user", String(&j->replica_chap_user)},
@@ -355,7 +382,7 @@ Status ReadRepositories(const std::string& file, const toml::node& node, Config*
   for (const auto& [key, value] : *repos) {
     const std::string name(key.str());
     const Place at(file, value, "repositories." + name);
-    WB_RETURN_IF_ERROR(JobName(name).ok() ? Status::Ok() : at.Error(JobName(name).message()));
+    if (Status s = RepositoryName(name); !s.ok()) return at.Error(s.message());
     const toml::table* table = value.as_table();
     if (table == nullptr) return at.Error("must be a table: [repositories." + name + "]");
     RepositoryConfig repo;
@@ -387,6 +414,17 @@ Status ReadJobs(const std::string& file, const toml::node& node, Config* config)
         ReadTable(file, "jobs." + name + ".", *table, JobHandlers(&job, &keep_within)));
     if (!keep_within.empty()) {
       WB_ASSIGN_OR_RETURN(job.retention.keep_within, pipeline::ParseRetentionDuration(keep_within));
+    }
+    if (!job.schedule.empty()) {
+      const CalendarSpec spec = *ParseCalendar(job.schedule);  // checked by its handler
+      if (!NextElapse(spec, std::chrono::system_clock::now())) {
+        const Place schedule(file, *table->get("schedule"), "jobs." + name + ".schedule");
+        job.warnings.push_back(schedule
+                                   .Error("'" + job.schedule +
+                                          "' never elapses from now on: the job runs only "
+                                          "when started by hand")
+                                   .message());
+      }
     }
     config->jobs[name] = job;
   }

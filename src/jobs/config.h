@@ -5,8 +5,10 @@
 // LoadConfig reads and checks the whole file before anything runs: unknown keys, wrong types,
 // bad values, a job naming an unknown repository, a missing credential file, a credential file
 // that others can read (as ssh refuses such a key) and a config file that others can write or
-// read are all InvalidArgument with "FILE:LINE: key: why". Secrets themselves never appear in
-// the file, only the paths of files that hold them. Pure data after loading; thread-safe.
+// read are all InvalidArgument with "FILE:LINE: key: why". What concerns one job only and
+// need not stop the others (a one-off schedule that has passed) is in that job's `warnings`.
+// Secrets themselves never appear in the file, only the paths of files that hold them. Pure data
+// after loading; thread-safe.
 #pragma once
 
 #include <map>
@@ -64,8 +66,15 @@ struct JobConfig {
   pipeline::RetentionPolicy retention;  // empty: no forget step
   std::string prune_interval = "7d";    // prune when the last one is older; "never"
   std::string max_unused = "5%";
-  double verify_share = 0;  // share of the repository's chunks verified per run (0..1)
+  double verify_share = 0;  // share of the repository's chunks verified per run: 0, or
+                            // kMinVerifyShare..1
+  // What is wrong with this job but does not stop the others ("FILE:LINE: key: why"): a
+  // schedule that can no longer elapse. `run` and `jobs` print them for the job concerned.
+  std::vector<std::string> warnings;
 };
+
+// The smallest verify_share that is not 0: one part in 10,000 of the chunks per run.
+inline constexpr double kMinVerifyShare = 1e-4;
 
 struct Config {
   std::string path;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <map>
+#include <tuple>
 
 namespace wanbackup::pipeline {
 namespace {
@@ -16,14 +18,61 @@ std::string Period(int64_t unix_ms, const char* format) {
   return buf;
 }
 
+bool NewerFirst(const catalog::SnapshotInfo& a, const catalog::SnapshotInfo& b) {
+  return a.started_unix_ms != b.started_unix_ms ? a.started_unix_ms > b.started_unix_ms
+                                                : a.id > b.id;
+}
+
 }  // namespace
+
+Result<GroupBy> ParseGroupBy(const std::string& text) {
+  GroupBy by{false, false, false};
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string word = text.substr(start, comma - start);
+    word.erase(0, word.find_first_not_of(" \t"));
+    word.erase(word.find_last_not_of(" \t") + 1);
+    if (word == "source") {
+      by.source = true;
+    } else if (word == "tag") {
+      by.tag = true;
+    } else if (word == "job") {
+      by.job = true;
+    } else if (!word.empty() || text.find(',') != std::string::npos) {
+      return Status::InvalidArgument("--group-by: '" + word +
+                                     "' is not source, tag or job (give a comma-separated "
+                                     "list of them, or \"\" for one group)");
+    }
+    start = comma + 1;
+  }
+  return by;
+}
+
+std::vector<SnapshotGroup> GroupSnapshots(
+    const std::vector<catalog::SnapshotInfo>& snapshots, const GroupBy& by,
+    const std::function<std::string(const std::string& source)>& identity) {
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, SnapshotGroup> groups;
+  for (const catalog::SnapshotInfo& s : snapshots) {
+    const Key key{by.source ? identity(s.source) : "", by.tag ? s.tag : "", by.job ? s.job : ""};
+    SnapshotGroup& g = groups[key];
+    g.tag = std::get<1>(key);
+    g.job = std::get<2>(key);
+    g.snapshots.push_back(s);
+  }
+  std::vector<SnapshotGroup> out;
+  for (auto& [key, g] : groups) {
+    std::sort(g.snapshots.begin(), g.snapshots.end(), NewerFirst);
+    if (by.source) g.source = g.snapshots.front().source;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
 
 std::vector<RetentionDecision> ApplyRetention(std::vector<catalog::SnapshotInfo> snapshots,
                                               const RetentionPolicy& policy) {
-  std::sort(snapshots.begin(), snapshots.end(), [](const auto& a, const auto& b) {
-    return a.started_unix_ms != b.started_unix_ms ? a.started_unix_ms > b.started_unix_ms
-                                                  : a.id > b.id;
-  });
+  std::sort(snapshots.begin(), snapshots.end(), NewerFirst);
   std::vector<RetentionDecision> out;
   for (const catalog::SnapshotInfo& s : snapshots)
     out.push_back(RetentionDecision{s, false, {}});

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,30 @@ struct RetentionDecision {
 // The decisions for the snapshots of one source, newest first. REQUIRES: !policy.empty().
 std::vector<RetentionDecision> ApplyRetention(std::vector<catalog::SnapshotInfo> snapshots,
                                               const RetentionPolicy& policy);
+
+// Which snapshots form one series that the rules are applied to (forget --group-by, as restic's):
+// those of one source (by identity: one LUN however its portal is spelled, one file or device
+// however its path is), one tag, one job, or any mix; none of them: every snapshot is one series.
+struct GroupBy {
+  bool source = true;
+  bool tag = true;
+  bool job = false;
+};
+// "source,tag" (the default), "source", "tag", "job", "" (one group), or any comma-separated
+// mix; InvalidArgument names a word that is none of these.
+Result<GroupBy> ParseGroupBy(const std::string& text);
+
+struct SnapshotGroup {
+  std::string source;  // the newest snapshot's source ("" when not grouped by source)
+  std::string tag;     // "" when not grouped by tag
+  std::string job;     // "" when not grouped by job
+  std::vector<catalog::SnapshotInfo> snapshots;  // newest first
+};
+// The snapshots in their groups, ordered by (source identity, tag, job). `identity` gives a
+// source's identity (jobs/source_identity.h; tests give their own).
+std::vector<SnapshotGroup> GroupSnapshots(
+    const std::vector<catalog::SnapshotInfo>& snapshots, const GroupBy& by,
+    const std::function<std::string(const std::string& source)>& identity);
 
 // "7d", "2w", "1y6m", "36h": years (365 days), months (30 days), weeks, days, hours, in that
 // order, as restic's --keep-within takes them.

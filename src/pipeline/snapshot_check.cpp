@@ -20,6 +20,7 @@ std::string DifferentField(const catalog::SnapshotInfo& a, const catalog::Snapsh
   if (a.id != b.id) return "id";
   if (a.source != b.source) return "source";
   if (a.tag != b.tag) return "tag";
+  if (a.job != b.job) return "job";
   if (a.hostname != b.hostname) return "hostname";
   if (a.size_bytes != b.size_bytes) return "size";
   if (a.block_size != b.block_size) return "block size";

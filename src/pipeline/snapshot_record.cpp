@@ -66,7 +66,8 @@ Result<std::string> EncodeSnapshotRecord(const SnapshotRecord& r) {
   // starts; this is the last line, for the host name and for migrated old snapshots.
   for (const auto& [what, text] : {std::pair<const char*, const std::string*>{"source", &i.source},
                                    {"tag", &i.tag},
-                                   {"host name", &i.hostname}}) {
+                                   {"host name", &i.hostname},
+                                   {"job name", &i.job}}) {
     if (!IsUtf8(*text)) {
       return Status::InvalidArgument("snapshot " + std::to_string(i.id) + ": its " + what +
                                      " is not UTF-8 text, which a snapshot record cannot hold");
@@ -94,7 +95,12 @@ Result<std::string> EncodeSnapshotRecord(const SnapshotRecord& r) {
                             {"chunks_zero", i.chunks_zero},
                             {"segment_chunks", kSealedSegmentChunks},
                             {"segments", segments}};
-  return j.dump();
+  if (i.job.empty()) return j.dump();
+  // "job" came after version 1 was frozen, and only when there is one: a reader that does not
+  // know the key ignores it, and a snapshot taken by hand seals the same bytes as before.
+  nlohmann::json with_job = j;
+  with_job["job"] = i.job;
+  return with_job.dump();
 }
 
 Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
@@ -113,6 +119,7 @@ Result<SnapshotRecord> DecodeSnapshotRecord(const uint8_t* data, size_t size) {
     i.source = j.at("source").get<std::string>();
     i.tag = j.at("tag").get<std::string>();
     i.hostname = j.at("hostname").get<std::string>();
+    if (j.contains("job")) i.job = j.at("job").get<std::string>();
     i.size_bytes = internal::IntField<uint64_t>(j, "size_bytes");
     i.block_size = internal::IntField<uint32_t>(j, "block_size");
     i.chunk_size = internal::IntField<uint32_t>(j, "chunk_size");

@@ -38,7 +38,7 @@ Result<std::vector<Digest>> DecodeMapSegment(const uint8_t* data, size_t size);
 
 struct SnapshotRecord {
   std::string repository_id;
-  catalog::SnapshotInfo info;    // id, source, tag, host, sizes, times, counters
+  catalog::SnapshotInfo info;    // id, source, tag, host, job, sizes, times, counters
   std::vector<Digest> segments;  // map segment digests, in index order
 };
 

@@ -484,6 +484,7 @@ Status Snapshotter::BeginSnapshotRow(SnapshotResult* result) {
   WB_ASSIGN_OR_RETURN(result->abandoned_runs, catalog_.AbandonRunningSnapshots());
   info_.source = options_.source_name;
   info_.tag = options_.tag;
+  info_.job = options_.job;
   char host[128] = {};
   ::gethostname(host, sizeof host - 1);
   info_.hostname = host;

@@ -51,6 +51,7 @@ Status CheckTag(std::string_view tag);
 struct SnapshotOptions {
   std::string source_name;
   std::string tag;
+  std::string job;                       // the config file's job that takes it, if any
   uint64_t max_memory = 256ull << 20;    // for chunk and record buffers
   int workers = 0;                       // 0: one per core
   uint64_t pack_size = 512ull << 20;     // start a new pack past this size

@@ -125,7 +125,8 @@ TEST_CASE("golden: run, jobs, forget and prune --json have their golden shapes",
       "json/jobs.json",
       Shape(repo.Ok({"jobs", "--config", config, "--last", "1", "--json"}), dir.path(), machine));
   repo.Ok({"snapshot", image, "--tag", "extra"});
-  CheckGolden("json/forget.json",
-              Shape(repo.Ok({"forget", "--keep-last", "1", "--json"}), dir.path()));
+  CheckGolden(
+      "json/forget.json",
+      Shape(repo.Ok({"forget", "--keep-last", "1", "--group-by", "source", "--json"}), dir.path()));
   CheckGolden("json/prune.json", Shape(repo.Ok({"prune", "--json"}), dir.path(), sizes));
 }

@@ -1,13 +1,18 @@
 // `wanbackup run`, `jobs` and `schedule` on local images (no target): the steps of a job, its
 // history, the dry run, and bad configs. The WAN and the generated units: integration/jobs_test.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "support/repo_cli.h"
 #include "support/temp_dir.h"
@@ -233,5 +238,189 @@ TEST_CASE("schedule: systemd units from conf/ with the job's schedule, or a cron
   CHECK(no_cron.err.find("use the systemd timer") != std::string::npos);
 }
 
+// Runs `sql` on the repository's catalog as another program would.
+void CatalogSql(const RepoCli& repo, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(repo.catalog().c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO((err != nullptr ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+TEST_CASE("run: a job's forget step forgets only its own snapshots of its source", "[jobs]") {
+  JobSetup s;
+  // Two jobs of one disk, neither with a tag: keep_last = 1 of each.
+  s.Write("keep_last = 1\n\n[jobs.monthly]\nrepository = \"main\"\nsource = \"" + s.image +
+          "\"\nkeep_last = 1\n");
+  WriteNoiseImage(s.image, 1, 2);
+  s.repo.Ok({"snapshot", s.image});                     // 1: by hand
+  s.Json({"run", "monthly"});                           // 2
+  s.Json({"run", "disk"});                              // 3
+  const nlohmann::json last = s.Json({"run", "disk"});  // 4
+  CHECK(last["steps"][2]["forgotten"] == nlohmann::json::array({3}));
+  std::set<int64_t> ids;
+  for (const auto& snap : nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out))
+    ids.insert(snap["id"].get<int64_t>());
+  CHECK(ids == std::set<int64_t>{1, 2, 4});
+  // The job is sealed with the snapshot: forget --group-by job sees it.
+  const nlohmann::json by_job = nlohmann::json::parse(
+      s.repo.Ok({"forget", "--keep-last", "1", "--group-by", "job", "--dry-run", "--json"}).out);
+  REQUIRE(by_job["sources"].size() == 3);
+  CHECK(by_job["sources"][0]["job"] == "");
+  CHECK(by_job["sources"][1]["job"] == "disk");
+  CHECK(by_job["sources"][2]["job"] == "monthly");
+}
+
+TEST_CASE("run and jobs: a one-off schedule that has passed warns for its job, stops no other",
+          "[jobs]") {
+  JobSetup s;
+  s.Write("\n[jobs.once]\nrepository = \"main\"\nsource = \"" + s.image +
+          "\"\nschedule = \"2001-01-01 00:00\"\n");
+  WriteNoiseImage(s.image, 1, 2);
+  const RunResult run = s.Wb({"run", "disk"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("never elapses") == std::string::npos);  // not this job's business
+  const nlohmann::json jobs = s.Json({"jobs"});
+  REQUIRE(jobs["jobs"].size() == 2);
+  CHECK(jobs["jobs"][0]["job"] == "disk");
+  CHECK(jobs["jobs"][0]["warnings"].empty());
+  REQUIRE(jobs["jobs"][1]["warnings"].size() == 1);
+  CHECK(jobs["jobs"][1]["warnings"][0].get<std::string>().find(
+            "jobs.once.schedule: '2001-01-01 00:00' never elapses from now on") !=
+        std::string::npos);
+  const RunResult once = s.Wb({"run", "once"});  // by hand it still runs, with the warning
+  CHECK(once.exit_code == 0);
+  CHECK(once.err.find("never elapses") != std::string::npos);
+}
+
+TEST_CASE("run: a failed replicate step does not hide a later verify failure", "[jobs]") {
+  JobSetup s;
+  s.Write("verify_share = 1\nreplicate_to = [\"/nonexistent/standby.img\"]\n");
+  WriteNoiseImage(s.image, 1, 2);
+  CHECK(s.Wb({"run", "disk"}).exit_code != 0);  // the replica's directory is missing
+  std::string pack;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(s.repo.path() + "/packs")) {
+    if (e.is_regular_file()) pack = e.path();
+  }
+  REQUIRE(!pack.empty());
+  Scribble(pack, 4096, "damage");
+  const RunResult r = s.Wb({"run", "disk", "--json"});
+  INFO(r.err);
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  CHECK(out["steps"][1]["status"] == "failed");
+  CHECK(out["steps"][4]["step"] == "verify");
+  CHECK(out["steps"][4]["status"] == "failed");
+  CHECK(out["error"].get<std::string>().find("replicate") != std::string::npos);
+  CHECK(out["error"].get<std::string>().find("verify found") != std::string::npos);
+  CHECK(r.exit_code == 3);  // damage outranks a replica that could not be written
+  const nlohmann::json jobs = s.Json({"jobs"});
+  CHECK(jobs["jobs"][0]["runs"][0]["error"].get<std::string>().find("verify found") !=
+        std::string::npos);
+}
+
+TEST_CASE("jobs: a run whose pid now belongs to another process is not running", "[jobs]") {
+  JobSetup s;
+  s.Write("");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});
+  // As a run killed with SIGKILL leaves its row, with a pid that is alive again (ours) but
+  // whose process started at another time.
+  CatalogSql(s.repo, "UPDATE job_runs SET status = 'running', finished = 0, pid = " +
+                         std::to_string(::getpid()) + ", pid_started = 1");
+  const nlohmann::json jobs = s.Json({"jobs"});
+  CHECK(jobs["jobs"][0]["state"] == "interrupted");
+}
+
+TEST_CASE("jobs: a run that recorded a failed step before it died shows as failed", "[jobs]") {
+  JobSetup s;
+  s.Write("");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});
+  // A run that could not write its last row (disk full): its steps say how it went.
+  CatalogSql(s.repo,
+             "UPDATE job_runs SET status = 'running', finished = 0, pid = 2147483646, steps = "
+             "'[{\"step\":\"snapshot\",\"status\":\"failed\",\"seconds\":1,\"summary\":"
+             "\"No space left on device\"}]'");
+  const nlohmann::json jobs = s.Json({"jobs"});
+  CHECK(jobs["jobs"][0]["state"] == "failed");
+  CHECK(jobs["jobs"][0]["runs"][0]["error"].get<std::string>().find("No space left") !=
+        std::string::npos);
+}
+
+TEST_CASE("run: a run that gives up on the lock is in the history, even while the catalog is busy",
+          "[jobs]") {
+  JobSetup s;
+  s.Write("lock_wait = \"1s\"\n");
+  WriteNoiseImage(s.image, 1, 2);
+  // Another process holds the repository alone, in the middle of a catalog transaction.
+  const int fd = ::open((s.repo.path() + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(s.repo.catalog().c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  const RunResult r = s.Wb({"run", "disk"});
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  ::close(fd);
+  INFO(r.err);
+  CHECK(r.exit_code == 7);
+  const nlohmann::json jobs = s.Json({"jobs"});
+  REQUIRE(jobs["jobs"][0]["runs"].size() == 1);
+  CHECK(jobs["jobs"][0]["runs"][0]["status"] == "failed");
+  CHECK(jobs["jobs"][0]["runs"][0]["error"].get<std::string>().find("gave up after 1s") !=
+        std::string::npos);
+}
+
+TEST_CASE("schedule: paths with spaces and % are quoted for systemd and for cron", "[jobs]") {
+  JobSetup s;
+  s.Write("schedule = \"*-*-* 01:30\"\n");
+  const std::string odd = s.dir / "my 100% dir";
+  std::filesystem::create_directories(odd);
+  const std::string config = odd + "/wan backup.toml";
+  std::filesystem::copy_file(s.config, config);
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  const std::string binary = odd + "/wanbackup";
+  std::filesystem::copy_file(WB_WANBACKUP_BIN, binary);
+  REQUIRE(::chmod(binary.c_str(), 0755) == 0);
+  RunOptions options = WithPass();
+  const RunResult units = Run({binary, "schedule", "disk", "--config", config}, options);
+  INFO(units.err);
+  REQUIRE(units.exit_code == 0);
+  std::string escaped = odd;
+  escaped.replace(escaped.find('%'), 1, "%%");
+  CHECK(units.out.find("ExecStart=\"" + escaped + "/wanbackup\" run %i\n") != std::string::npos);
+  CHECK(units.out.find("Environment=\"WANBACKUP_CONFIG=" + escaped + "/wan backup.toml\"\n") !=
+        std::string::npos);
+  const RunResult cron = Run({binary, "schedule", "disk", "--config", config, "--cron"}, options);
+  REQUIRE(cron.exit_code == 0);
+  std::string cron_odd = odd;
+  cron_odd.replace(cron_odd.find('%'), 1, "\\%");
+  CHECK(cron.out.find("\n30 1 * * * root '" + cron_odd + "/wanbackup' run disk --config '" +
+                      cron_odd + "/wan backup.toml' --quiet\n") != std::string::npos);
+}
+
+TEST_CASE("run --dry-run: refuses what the run would refuse", "[jobs]") {
+  JobSetup s;
+  WriteNoiseImage(s.image, 1, 2);
+  s.Write("limit_rate = \"1K\"\n");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "disk", "--dry-run"}, {"run", "disk"}}) {
+    const RunResult r = s.Wb(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("jobs.disk.limit_rate: must be at least 4K per second") != std::string::npos);
+  }
+  s.Write("\n[metrics]\ntextfile = \"" + s.dir / "missing/wanbackup.prom" + "\"\n");
+  const RunResult metrics = s.Wb({"run", "disk", "--dry-run"});
+  INFO(metrics.err);
+  CHECK(metrics.exit_code == 2);
+  CHECK(metrics.err.find("textfile: " + s.dir / "missing" + " does not exist") !=
+        std::string::npos);
+}
 }  // namespace
 }  // namespace wanbackup::testing

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
+#include <sqlite3.h>
 
 #include "support/temp_dir.h"
 
@@ -181,4 +182,35 @@ TEST_CASE("catalog: a job keeps its newest finished runs and every running one",
   CHECK(std::none_of(nightly.begin(), nightly.end(),
                      [first](const JobRun& r) { return r.id == first; }));
   CHECK(c->JobRuns("hourly", 100).value().size() == 3);  // another job's history is its own
+}
+
+TEST_CASE("catalog: a snapshot's job is kept, and a schema 4 catalog gains the column empty",
+          "[catalog]") {
+  TempDb db;
+  SnapshotInfo info;
+  info.source = "/dev/sda";
+  info.job = "db-hourly";
+  info.size_bytes = 4096;
+  info.block_size = 512;
+  info.chunk_size = 4096;
+  info.started_unix_ms = 1;
+  {
+    auto c = std::move(Catalog::Open(db.path, true)).value();
+    const int64_t id = c->BeginSnapshot(info).value();
+    CHECK(c->GetSnapshot(id).value().job == "db-hourly");
+  }
+  // As a wanbackup before job names left it: schema 4, without the columns 5 added.
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
+  CHECK(sqlite3_exec(raw,
+                     "ALTER TABLE snapshots DROP COLUMN job; "
+                     "ALTER TABLE job_runs DROP COLUMN pid_started; PRAGMA user_version = 4;",
+                     nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  auto c = std::move(Catalog::Open(db.path, false)).value();
+  CHECK(c->schema_version() == kSchemaVersion);
+  const std::vector<SnapshotInfo> all = c->Snapshots(true).value();
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].job.empty());
+  CHECK(all[0].source == "/dev/sda");
 }

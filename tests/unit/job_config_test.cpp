@@ -205,3 +205,54 @@ TEST_CASE("job config: an iSCSI URL the run would refuse is refused when the fil
 
 }  // namespace
 }  // namespace wanbackup::jobs
+
+namespace wanbackup::jobs {
+namespace {
+
+TEST_CASE("job config: a job name outside [A-Za-z0-9_][A-Za-z0-9_-]* is refused, saying why",
+          "[config]") {
+  ConfigDir d;
+  const std::string body = "repository = \"main\"\nsource = \"/dev/sda\"\n";
+  const std::string dotted = d.Refused(d.Repos() + "[jobs.\"db.prod\"]\n" + body);
+  CHECK(dotted.find(d.config + ":5: jobs.db.prod: ") == 0);
+  CHECK(dotted.find("cron") != std::string::npos);  // Debian's cron ignores /etc/cron.d/a.b
+  CHECK(d.Refused(d.Repos() + "[jobs.\"-n\"]\n" + body).find("jobs.-n: ") != std::string::npos);
+  CHECK(d.Refused(d.Repos() + "[jobs.\"a b\"]\n" + body).find("jobs.a b: ") != std::string::npos);
+  CHECK(d.Refused(d.Repos() + "[jobs.\"\"]\n" + body).find("jobs.: ") != std::string::npos);
+  CHECK(d.Load(d.Repos() + "[jobs._db-2]\n" + body).ok());
+}
+
+TEST_CASE("job config: verify_share that is not a number from 0 to 1 is refused at its line",
+          "[config]") {
+  ConfigDir d;
+  for (const std::string v :
+       {"nan", "inf", "-inf", "-0.1", "1.5", "1e-19", "\"1e-19%\"", "\"-5%\"", "0.00001"}) {
+    INFO(v);
+    CHECK(d.Refused(d.Repos() + d.Job() + "verify_share = " + v + "\n")
+              .find(d.config + ":10: jobs.db.verify_share: ") == 0);
+  }
+  for (const std::string v : {"0", "1", "0.0001", "\"0.01%\"", "\"10%\"", "0.5"}) {
+    INFO(v);
+    CHECK(d.Load(d.Repos() + d.Job() + "verify_share = " + v + "\n").ok());
+  }
+}
+
+TEST_CASE("job config: a schedule that can no longer elapse is a warning for that job only",
+          "[config]") {
+  ConfigDir d;
+  Result<Config> c = d.Load(d.Repos() + d.Job() + "schedule = \"2001-01-01 00:00\"\n\n" +
+                            "[jobs.web]\nrepository = \"main\"\nsource = \"/dev/sdb\"\n" +
+                            "schedule = \"daily\"\n");
+  REQUIRE(c.ok());
+  REQUIRE(c->jobs.at("db").warnings.size() == 1);
+  CHECK(c->jobs.at("db").warnings[0].find(d.config +
+                                          ":10: jobs.db.schedule: '2001-01-01 00:00' never "
+                                          "elapses from now on") == 0);
+  CHECK(c->jobs.at("web").warnings.empty());
+  // A schedule that does not parse is still an error.
+  CHECK(d.Refused(d.Repos() + d.Job() + "schedule = \"2001-13-01\"\n").find("jobs.db.schedule") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace wanbackup::jobs

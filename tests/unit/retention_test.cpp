@@ -150,3 +150,56 @@ TEST_CASE("prune plan: --max-unused takes shares, sizes and 'unlimited' and refu
   for (const char* bad : {"", "100%", "-1%", "five", "5%%"})
     CHECK_FALSE(ParseUnusedLimit(bad).ok());
 }
+
+namespace {
+
+SnapshotInfo SeriesSnap(int64_t id, const std::string& source, const std::string& tag,
+                        const std::string& job = "") {
+  SnapshotInfo s;
+  s.id = id;
+  s.source = source;
+  s.tag = tag;
+  s.job = job;
+  s.started_unix_ms = kMidnight + id * kHourMs;
+  return s;
+}
+
+std::vector<std::vector<int64_t>> GroupIds(const std::vector<SnapshotInfo>& snaps,
+                                           const wanbackup::pipeline::GroupBy& by) {
+  // The identity of a source: what follows the portal of a URL (the test's stand-in).
+  auto identity = [](const std::string& source) { return source.substr(source.rfind('/') + 1); };
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& g : wanbackup::pipeline::GroupSnapshots(snaps, by, identity)) {
+    std::vector<int64_t> ids;
+    for (const SnapshotInfo& s : g.snapshots)
+      ids.push_back(s.id);
+    out.push_back(ids);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("retention: snapshots are grouped by source identity and tag unless told otherwise",
+          "[retention]") {
+  using wanbackup::pipeline::ParseGroupBy;
+  const std::vector<SnapshotInfo> snaps = {SeriesSnap(1, "iscsi://localhost/1", "hourly", "a"),
+                                           SeriesSnap(2, "iscsi://127.0.0.1/1", "hourly", "a"),
+                                           SeriesSnap(3, "iscsi://localhost/1", "monthly", "b"),
+                                           SeriesSnap(4, "iscsi://localhost/2", "hourly", "a"),
+                                           SeriesSnap(5, "iscsi://localhost/1", "hourly", "")};
+  const auto by_default = ParseGroupBy("source,tag").value();
+  CHECK(GroupIds(snaps, by_default) ==
+        std::vector<std::vector<int64_t>>{{5, 2, 1}, {3}, {4}});  // newest first, groups by key
+  CHECK(GroupIds(snaps, ParseGroupBy("source").value()) ==
+        std::vector<std::vector<int64_t>>{{5, 3, 2, 1}, {4}});
+  CHECK(GroupIds(snaps, ParseGroupBy("tag").value()) ==
+        std::vector<std::vector<int64_t>>{{5, 4, 2, 1}, {3}});
+  CHECK(GroupIds(snaps, ParseGroupBy("job").value()) ==
+        std::vector<std::vector<int64_t>>{{5}, {4, 2, 1}, {3}});
+  CHECK(GroupIds(snaps, ParseGroupBy("").value()) ==
+        std::vector<std::vector<int64_t>>{{5, 4, 3, 2, 1}});
+  CHECK(ParseGroupBy(" job , source ").ok());
+  CHECK(ParseGroupBy("host").status().message().find("'host'") != std::string::npos);
+  CHECK(ParseGroupBy("source,source").ok());
+}

@@ -74,6 +74,22 @@ TEST_CASE("snapshot record: the metadata and segment list round-trip", "[record]
   CHECK(decoded->segments == r.segments);
 }
 
+TEST_CASE("snapshot record: the job name is sealed, and a record without one still decodes",
+          "[record]") {
+  SnapshotRecord r = Sample();
+  r.info.job = "db-hourly";
+  const std::string bytes = EncodeSnapshotRecord(r).value();
+  auto decoded = DecodeSnapshotRecord(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  REQUIRE(decoded.ok());
+  CHECK(decoded->info.job == "db-hourly");
+  // A snapshot taken by hand (or by a wanbackup before job names) has no "job" key at all.
+  const std::string old = EncodeSnapshotRecord(Sample()).value();
+  CHECK(old.find("\"job\"") == std::string::npos);
+  auto decoded_old = DecodeSnapshotRecord(reinterpret_cast<const uint8_t*>(old.data()), old.size());
+  REQUIRE(decoded_old.ok());
+  CHECK(decoded_old->info.job.empty());
+}
+
 TEST_CASE("snapshot record: a segment list that does not fit the size is refused", "[record]") {
   SnapshotRecord r = Sample();
   r.segments.pop_back();

@@ -14,7 +14,8 @@ void BindRun(Stmt& s, const JobRun& run) {
       .Bind(7, run.snapshot_id)
       .Bind(8, static_cast<int64_t>(run.bytes))
       .Bind(9, run.steps)
-      .Bind(10, run.error);
+      .Bind(10, run.error)
+      .Bind(11, run.pid_started);
 }
 
 }  // namespace
@@ -22,8 +23,9 @@ void BindRun(Stmt& s, const JobRun& run) {
 Result<int64_t> AddJobRun(const Db& db, const JobRun& run, int keep) {
   WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db,
                                             "INSERT INTO job_runs (job, started, finished, "
-                                            "status, pid, host, snapshot_id, bytes, steps, error) "
-                                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                            "status, pid, host, snapshot_id, bytes, steps, error, "
+                                            "pid_started) "
+                                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   BindRun(s, run);
   WB_RETURN_IF_ERROR(s.Run());
   const int64_t id = sqlite3_last_insert_rowid(db.get());
@@ -41,10 +43,10 @@ Status UpdateJobRun(const Db& db, const JobRun& run) {
   WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db,
                                             "UPDATE job_runs SET job = ?, started = ?, "
                                             "finished = ?, status = ?, pid = ?, host = ?, "
-                                            "snapshot_id = ?, bytes = ?, steps = ?, error = ? "
-                                            "WHERE id = ?"));
+                                            "snapshot_id = ?, bytes = ?, steps = ?, error = ?, "
+                                            "pid_started = ? WHERE id = ?"));
   BindRun(s, run);
-  s.Bind(11, run.id);
+  s.Bind(12, run.id);
   WB_RETURN_IF_ERROR(s.Run());
   if (sqlite3_changes(db.get()) != 1) {
     return Status::NotFound("no job run " + std::to_string(run.id));
@@ -55,7 +57,7 @@ Status UpdateJobRun(const Db& db, const JobRun& run) {
 Result<std::vector<JobRun>> JobRuns(const Db& db, const std::string& job, int limit) {
   WB_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db,
                                             "SELECT id, job, started, finished, status, pid, "
-                                            "host, snapshot_id, bytes, steps, error "
+                                            "host, snapshot_id, bytes, steps, error, pid_started "
                                             "FROM job_runs WHERE ?1 = '' OR job = ?1 "
                                             "ORDER BY id DESC LIMIT ?2"));
   s.Bind(1, job).Bind(2, limit);
@@ -75,6 +77,7 @@ Result<std::vector<JobRun>> JobRuns(const Db& db, const std::string& job, int li
     r.bytes = static_cast<uint64_t>(s.Int(8));
     r.steps = s.Text(9);
     r.error = s.Text(10);
+    r.pid_started = s.Int(11);
     runs.push_back(std::move(r));
   }
 }
