@@ -50,6 +50,8 @@ class Rebuilder {
 
  private:
   Status IndexPack(const PackFile& pack);
+  // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
+  void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
   // False when the record was damaged (reported): its header's size cannot be trusted then.
   Result<bool> IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
                            uint64_t offset, const RecordHeader& h);
@@ -128,24 +130,30 @@ Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& read
   WB_ASSIGN_OR_RETURN(const int64_t id, catalog_->AddChunk(c));
   if (read->kind == RecordKind::kMapSegment) {
     segments_[read->digest] = Location{&reader, offset, read->stored_size};
-  } else if (read->kind == RecordKind::kSnapshot) {
+  } else {
+    NoteSealed(*read, id, where());
+  }
+  return true;
+}
+
+void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::string& where) {
+  if (read.kind == RecordKind::kSnapshot) {
     Result<SnapshotRecord> r = DecodeSnapshotRecord(plain_.data(), plain_.size());
     if (!r.ok()) {
-      report_.problems.push_back("snapshot record in pack " + where() + ": " +
-                                 r.status().message());
+      report_.problems.push_back("snapshot record in pack " + where + ": " + r.status().message());
     } else if (r->repository_id != repo_.config().id) {
-      report_.problems.push_back("snapshot record in pack " + where() +
+      report_.problems.push_back("snapshot record in pack " + where +
                                  " belongs to another repository; left out");
     } else {
       max_id_ = std::max(max_id_, r->info.id);
-      sealed_.push_back(Sealed{id, read->digest, where(), *r});
+      sealed_.push_back(Sealed{id, read.digest, where, *r});
     }
-  } else if (read->kind == RecordKind::kForget) {
+  } else if (read.kind == RecordKind::kForget) {
     Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
     if (!r.ok()) {
-      report_.problems.push_back("forget record in pack " + where() + ": " + r.status().message());
+      report_.problems.push_back("forget record in pack " + where + ": " + r.status().message());
     } else if (r->repository_id != repo_.config().id) {
-      report_.problems.push_back("forget record in pack " + where() +
+      report_.problems.push_back("forget record in pack " + where +
                                  " belongs to another repository; left out");
     } else {
       for (const ForgottenSnapshot& f : r->snapshots) {
@@ -154,7 +162,6 @@ Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& read
       }
     }
   }
-  return true;
 }
 
 Status Rebuilder::IndexPack(const PackFile& pack) {

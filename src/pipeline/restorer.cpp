@@ -349,13 +349,14 @@ Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, BlockS
 }
 
 Status CompareSegment(Repository& repo, const catalog::SnapshotInfo& snap, BlockSource& source,
-                      uint64_t first, const std::vector<Digest>& ids, std::vector<bool>* differs) {
+                      uint64_t first, const std::vector<Digest>& digests,
+                      std::vector<bool>* differs) {
   WB_RETURN_IF_ERROR(CheckGeometry(snap));
   if (source.geometry().size_bytes < snap.size_bytes) {
     return Status::InvalidArgument(source.geometry().name + " is smaller than the snapshot");
   }
   ReadBackBuffers buffers(source, snap.chunk_size);
-  return CompareSegmentBuffered(repo, snap, source, buffers.free(), first, ids, differs);
+  return CompareSegmentBuffered(repo, snap, source, buffers.free(), first, digests, differs);
 }
 
 }  // namespace wanbackup::pipeline
