@@ -36,4 +36,10 @@ bool InjectError(const char* name) {
   return Hit(spec, name, &hits);
 }
 
+void Pausepoint(const char* name) {
+  static const char* spec = std::getenv("WANBACKUP_PAUSE");
+  static std::atomic<int> hits{0};
+  if (Hit(spec, name, &hits)) ::raise(SIGSTOP);
+}
+
 }  // namespace wanbackup

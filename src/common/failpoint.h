@@ -3,16 +3,21 @@
 // WB_FAILPOINT(name): a power cut at that instant, as far as the repository can tell. With
 // WANBACKUP_FAIL=<name>[:<n>], WB_INJECT_ERROR(name) is true the n-th time it is passed, and the
 // caller fails as if the system call there had failed with EIO (points: pack.fdatasync,
-// catalog.begin, catalog.commit, restore.before-rename). Free when the variables are unset.
-// Thread-safe.
+// catalog.begin, catalog.commit, restore.before-rename). With WANBACKUP_PAUSE=<name>[:<n>],
+// WB_PAUSEPOINT(name) stops the process with SIGSTOP the n-th time it is passed, so that a test
+// can change the repository at that instant and let it go on with SIGCONT (point:
+// restore.after-check, between restore's check of the catalog and its first write). Free when
+// the variables are unset. Thread-safe.
 #pragma once
 
 namespace wanbackup {
 
 void Failpoint(const char* name);
 bool InjectError(const char* name);
+void Pausepoint(const char* name);
 
 #define WB_FAILPOINT(name) ::wanbackup::Failpoint(name)
 #define WB_INJECT_ERROR(name) ::wanbackup::InjectError(name)
+#define WB_PAUSEPOINT(name) ::wanbackup::Pausepoint(name)
 
 }  // namespace wanbackup

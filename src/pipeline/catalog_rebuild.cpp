@@ -50,8 +50,11 @@ class Rebuilder {
 
  private:
   Status IndexPack(const PackFile& pack);
-  Status IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
-                     uint64_t offset, const RecordHeader& h);
+  // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
+  void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
+  // False when the record was damaged (reported): its header's size cannot be trusted then.
+  Result<bool> IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                           uint64_t offset, const RecordHeader& h);
   Status AddSnapshot(int64_t record_id, const SnapshotRecord& r);
   Result<std::vector<Digest>> LoadSegment(const Digest& digest);
 
@@ -75,56 +78,82 @@ class Rebuilder {
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
 };
 
-Status Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
-                              uint64_t offset, const RecordHeader& h) {
+// The offset of the next record header (magic and CRC) at or after `from`, or `end`. For a walk
+// that met a damaged or forged header, whose sizes cannot be trusted to find the next one.
+uint64_t NextHeader(const PackReader& reader, uint64_t from, uint64_t end) {
+  constexpr size_t kWindow = 1 << 20;
+  std::vector<uint8_t> window(kWindow + kRecordHeaderSize);
+  for (uint64_t at = from; at + kRecordHeaderSize <= end; at += kWindow) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(window.size(), end - at));
+    if (!reader.ReadAt(at, window.data(), n).ok()) return end;
+    for (size_t i = 0; i + kRecordHeaderSize <= n && i < kWindow; ++i) {
+      if (std::memcmp(window.data() + i, "WBRC", 4) == 0 && ParseRecordHeader(&window[i]).ok()) {
+        return at + i;
+      }
+    }
+  }
+  return end;
+}
+
+Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                                    uint64_t offset, const RecordHeader& h) {
   const auto where = [&] { return pack.name + " at " + std::to_string(offset); };
   if (h.raw_size > MaxRawSize(h.kind, repo_.config().chunk_size)) {
     ++report_.damaged_records;
     report_.problems.push_back("record in pack " + where() + " claims an impossible size");
-    return Status::Ok();
+    return false;
   }
-  WB_ASSIGN_OR_RETURN(RecordHeader read, ReadRecordAt(reader, offset, h.stored_size, &record_));
-  plain_.resize(read.raw_size);
-  Status open = codec_.Open(read, record_.data() + kRecordHeaderSize, plain_.data());
+  Result<RecordHeader> read = ReadRecordAt(reader, offset, h.stored_size, &record_);
+  Status open = read.status();
+  if (open.ok()) {
+    plain_.resize(read->raw_size);
+    open = codec_.Open(*read, record_.data() + kRecordHeaderSize, plain_.data());
+  }
   if (!open.ok()) {
     ++report_.damaged_records;
     report_.problems.push_back("record in pack " + where() + " left out: " + open.message());
-    return Status::Ok();
+    return false;
   }
   ++report_.records;
-  WB_ASSIGN_OR_RETURN(std::optional<int64_t> known, catalog_->FindChunk(read.digest));
+  WB_ASSIGN_OR_RETURN(std::optional<int64_t> known, catalog_->FindChunk(read->digest));
   if (known) {
     ++report_.duplicates;
-    return Status::Ok();
+    return true;
   }
   catalog::ChunkRecord c;
-  c.kind = static_cast<catalog::ChunkKind>(read.kind);
-  c.digest = read.digest;
+  c.kind = static_cast<catalog::ChunkKind>(read->kind);
+  c.digest = read->digest;
   c.pack_id = pack_id;
   c.offset = offset;
-  c.stored_size = read.stored_size;
-  c.raw_size = read.raw_size;
+  c.stored_size = read->stored_size;
+  c.raw_size = read->raw_size;
   WB_ASSIGN_OR_RETURN(const int64_t id, catalog_->AddChunk(c));
-  if (read.kind == RecordKind::kMapSegment) {
-    segments_[read.digest] = Location{&reader, offset, read.stored_size};
-  } else if (read.kind == RecordKind::kSnapshot) {
+  if (read->kind == RecordKind::kMapSegment) {
+    segments_[read->digest] = Location{&reader, offset, read->stored_size};
+  } else {
+    NoteSealed(*read, id, where());
+  }
+  return true;
+}
+
+void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::string& where) {
+  if (read.kind == RecordKind::kSnapshot) {
     Result<SnapshotRecord> r = DecodeSnapshotRecord(plain_.data(), plain_.size());
     if (!r.ok()) {
-      report_.problems.push_back("snapshot record in pack " + where() + ": " +
-                                 r.status().message());
+      report_.problems.push_back("snapshot record in pack " + where + ": " + r.status().message());
     } else if (r->repository_id != repo_.config().id) {
-      report_.problems.push_back("snapshot record in pack " + where() +
+      report_.problems.push_back("snapshot record in pack " + where +
                                  " belongs to another repository; left out");
     } else {
       max_id_ = std::max(max_id_, r->info.id);
-      sealed_.push_back(Sealed{id, read.digest, where(), *r});
+      sealed_.push_back(Sealed{id, read.digest, where, *r});
     }
   } else if (read.kind == RecordKind::kForget) {
     Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
     if (!r.ok()) {
-      report_.problems.push_back("forget record in pack " + where() + ": " + r.status().message());
+      report_.problems.push_back("forget record in pack " + where + ": " + r.status().message());
     } else if (r->repository_id != repo_.config().id) {
-      report_.problems.push_back("forget record in pack " + where() +
+      report_.problems.push_back("forget record in pack " + where +
                                  " belongs to another repository; left out");
     } else {
       for (const ForgottenSnapshot& f : r->snapshots) {
@@ -133,7 +162,6 @@ Status Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, in
       }
     }
   }
-  return Status::Ok();
 }
 
 Status Rebuilder::IndexPack(const PackFile& pack) {
@@ -149,15 +177,34 @@ Status Rebuilder::IndexPack(const PackFile& pack) {
   WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(pack.name));
   ++report_.packs;
   uint64_t offset = kPackHeaderSize;
+  uint64_t end = kPackHeaderSize;  // after the last whole record
   while (offset + kRecordHeaderSize <= pack.size) {
     uint8_t bytes[kRecordHeaderSize];
     WB_RETURN_IF_ERROR(reader.ReadAt(offset, bytes, sizeof bytes));
     Result<RecordHeader> h = ParseRecordHeader(bytes);
-    if (!h.ok() || offset + kRecordHeaderSize + h->stored_size > pack.size) break;
-    WB_RETURN_IF_ERROR(IndexRecord(pack, reader, pack_id, offset, *h));
-    offset += kRecordHeaderSize + h->stored_size;
+    const bool fits = h.ok() && offset + kRecordHeaderSize + h->stored_size <= pack.size;
+    bool whole = false;
+    if (fits) {
+      WB_ASSIGN_OR_RETURN(whole, IndexRecord(pack, reader, pack_id, offset, *h));
+    }
+    if (whole) {
+      offset += kRecordHeaderSize + h->stored_size;
+      end = offset;
+    } else {
+      // A damaged or forged header: its sizes lead nowhere. Go on at the next header; none
+      // after it means a record that was being written when a run was interrupted.
+      const uint64_t next = NextHeader(reader, offset + 1, pack.size);
+      if (next < pack.size && !fits) {
+        ++report_.damaged_records;
+        report_.problems.push_back("unreadable bytes in pack " + pack.name + " at " +
+                                   std::to_string(offset) + "; skipped to the next record at " +
+                                   std::to_string(next));
+      }
+      offset = next;
+    }
     if (options_.on_progress) options_.on_progress(bytes_done_ + offset, bytes_total_);
   }
+  offset = end;
   // What follows the last whole record was being written when a run was interrupted.
   report_.torn_bytes += pack.size - offset;
   bytes_done_ += pack.size;

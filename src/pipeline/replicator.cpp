@@ -1,6 +1,7 @@
 #include "pipeline/replicator.h"
 
 #include "common/failpoint.h"
+#include "pipeline/record.h"
 #include "pipeline/snapshot_check.h"
 
 namespace wanbackup::pipeline {
@@ -29,20 +30,6 @@ Result<std::string> Comparable(Repository& repo, int64_t id, const catalog::Snap
     return Snap(id) + " has another size or chunk size than " + Snap(target.id);
   }
   return std::string();
-}
-
-// Every chunk id of snapshot `id` by index (0: an all-zero chunk).
-Result<std::vector<int64_t>> LoadMap(Repository& repo, int64_t id, uint64_t chunks) {
-  std::vector<int64_t> map(chunks, 0);
-  WB_RETURN_IF_ERROR(repo.catalog().ForEachMapSegment(
-      id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
-        if (first > chunks || ids.size() > chunks - first) {
-          return Status::Corruption(Snap(id) + ": a chunk map segment reaches past its size");
-        }
-        std::copy(ids.begin(), ids.end(), map.begin() + static_cast<ptrdiff_t>(first));
-        return Status::Ok();
-      }));
-  return map;
 }
 
 Status Save(Repository& repo, catalog::Replica* replica) {
@@ -125,25 +112,39 @@ Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInf
 
 namespace {
 
-// What a run compares against: the chunk maps a diff starts from, or the replica read back.
-struct Baseline {
-  std::vector<int64_t> base;         // diff: the map of the snapshot the replica held
-  std::vector<int64_t> interrupted;  // diff: the map an interrupted run was writing, if another
-  std::unique_ptr<BlockSource> readback;  // check
+// A snapshot's sealed map (the record checked against the row first), walked in index order.
+struct SealedMapOf {
+  SealedMapOf(Repository& repo, SnapshotRecord r)
+      : codec(repo.keys(), 0), record(std::move(r)), map(repo, codec, record) {}
+  RecordCodec codec;
+  const SnapshotRecord record;
+  SealedMap map;
 };
+
+// What a run compares against: the sealed maps a diff starts from, or the replica read back.
+struct Baseline {
+  std::unique_ptr<SealedMapOf> base;         // diff: the snapshot the replica held
+  std::unique_ptr<SealedMapOf> interrupted;  // diff: the one an interrupted run was writing
+  std::unique_ptr<BlockSource> readback;     // check
+};
+
+Result<std::unique_ptr<SealedMapOf>> LoadSealedMap(Repository& repo, int64_t id) {
+  WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo other, repo.catalog().GetSnapshot(id));
+  WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, other, true));
+  RecordCodec codec(repo.keys(), 0);
+  WB_ASSIGN_OR_RETURN(SnapshotRecord record, LoadMatchingRecord(repo, codec, other));
+  return std::make_unique<SealedMapOf>(repo, std::move(record));
+}
 
 Status LoadBaseline(Repository& repo, const catalog::SnapshotInfo& snap, const ReplicatePlan& plan,
                     int64_t was_writing, const ReplicateOptions& options, Baseline* out) {
   if (plan.mode == ReplicateMode::kDiff) {
-    // The maps the diff trusts must be the sealed ones, like the snapshot's own.
-    for (int64_t id : {plan.base_snapshot, was_writing}) {
-      if (id == 0 || id == snap.id) continue;
-      WB_ASSIGN_OR_RETURN(catalog::SnapshotInfo other, repo.catalog().GetSnapshot(id));
-      WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, other, true));
+    // The maps the diff trusts are the sealed ones, like the snapshot's own.
+    if (plan.base_snapshot != snap.id) {
+      WB_ASSIGN_OR_RETURN(out->base, LoadSealedMap(repo, plan.base_snapshot));
     }
-    WB_ASSIGN_OR_RETURN(out->base, LoadMap(repo, plan.base_snapshot, snap.chunk_count()));
     if (was_writing != 0 && was_writing != snap.id) {
-      WB_ASSIGN_OR_RETURN(out->interrupted, LoadMap(repo, was_writing, snap.chunk_count()));
+      WB_ASSIGN_OR_RETURN(out->interrupted, LoadSealedMap(repo, was_writing));
     }
   } else if (plan.mode == ReplicateMode::kCheck) {
     if (!options.open_readback) return Status::Internal("replicate: no way to read the replica");
@@ -152,27 +153,36 @@ Status LoadBaseline(Repository& repo, const catalog::SnapshotInfo& snap, const R
   return Status::Ok();
 }
 
+// Whether chunk `i` of a sealed map differs from `digest` (no map: the snapshot itself).
+Result<bool> Differs(SealedMapOf* from, uint64_t i, const Digest& digest) {
+  if (from == nullptr) return false;
+  WB_ASSIGN_OR_RETURN(Digest d, from->map.At(i));
+  return d != digest;
+}
+
 // The chunks to write: where the maps differ (either of them, after an interrupted run), or
 // where the replica read back differs (counting the bytes read); all of a new file.
 ChunkSelector Selector(Repository& repo, const catalog::SnapshotInfo& snap, ReplicateMode mode,
                        const Baseline& b, uint64_t* bytes_read) {
   if (mode == ReplicateMode::kDiff) {
-    return [&b](uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* write) {
-      write->assign(ids.size(), false);
-      for (size_t k = 0; k < ids.size(); ++k) {
-        const uint64_t i = first + k;
-        (*write)[k] = b.base[i] != ids[k] || (!b.interrupted.empty() && b.interrupted[i] != ids[k]);
+    return [&b](uint64_t first, const std::vector<Digest>& digests,
+                std::vector<bool>* write) -> Status {
+      write->assign(digests.size(), false);
+      for (size_t k = 0; k < digests.size(); ++k) {
+        WB_ASSIGN_OR_RETURN(const bool base, Differs(b.base.get(), first + k, digests[k]));
+        WB_ASSIGN_OR_RETURN(const bool cut, Differs(b.interrupted.get(), first + k, digests[k]));
+        (*write)[k] = base || cut;
       }
       return Status::Ok();
     };
   }
   if (mode == ReplicateMode::kCheck) {
-    return [&repo, &snap, &b, bytes_read](uint64_t first, const std::vector<int64_t>& ids,
+    return [&repo, &snap, &b, bytes_read](uint64_t first, const std::vector<Digest>& digests,
                                           std::vector<bool>* write) {
-      WB_RETURN_IF_ERROR(CompareSegment(repo, snap, *b.readback, first, ids, write));
+      WB_RETURN_IF_ERROR(CompareSegment(repo, snap, *b.readback, first, digests, write));
       const uint64_t begin = first * snap.chunk_size;
       *bytes_read +=
-          std::min<uint64_t>(snap.size_bytes, begin + ids.size() * snap.chunk_size) - begin;
+          std::min<uint64_t>(snap.size_bytes, begin + digests.size() * snap.chunk_size) - begin;
       return Status::Ok();
     };
   }
@@ -199,7 +209,7 @@ Result<ReplicateResult> Replicate(Repository& repo, const catalog::SnapshotInfo&
   // a second interrupted target would have to be remembered.
   catalog::Replica r = *replica;
   r.writing_snapshot_id = snap.id;
-  r.snapshot_id = result.plan.mode == ReplicateMode::kDiff && baseline.interrupted.empty()
+  r.snapshot_id = result.plan.mode == ReplicateMode::kDiff && !baseline.interrupted
                       ? result.plan.base_snapshot
                       : 0;
   r.fingerprint = options.fingerprint;

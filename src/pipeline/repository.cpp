@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "common/atomic_file.h"
+#include "catalog/catalog_probe.h"
 #include "pipeline/fs_util.h"
 #include "pipeline/internal/json_fields.h"
 
@@ -193,6 +194,18 @@ std::string Authenticate(RepositoryConfig c, const KeySet& keys) {
   return ToHex(mac.data(), mac.size());
 }
 
+// Whether config.json's `authentication` (hex) is the code of its settings: the bytes compared
+// in constant time (a string comparison stops at the first wrong digit, telling a forger how far
+// they got).
+bool Authentic(const RepositoryConfig& c, const KeySet& keys) {
+  Digest claimed{};
+  if (!FromHex(c.authentication, claimed.data(), claimed.size())) return false;
+  RepositoryConfig bare = c;
+  bare.authentication.clear();
+  const Digest mac = keys.ConfigMac(ConfigJson(bare));
+  return sodium_memcmp(mac.data(), claimed.data(), mac.size()) == 0;
+}
+
 uint64_t ParseSetting(const std::string& value) {
   return value.empty() ? 0 : std::strtoull(value.c_str(), nullptr, 10);
 }
@@ -331,27 +344,58 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
     return Status::PermissionDenied("repository " + path + " is read-only; " + lock.command +
                                     " needs to write to it");
   }
-  if (repo->config_.format < kMinOpenFormat && mode != OpenMode::kMigrate) {
-    return Status::Unsupported("repository " + path + " has format " +
-                               std::to_string(repo->config_.format) +
-                               ", from before sealed snapshot records; upgrade it once with "
-                               "'wanbackup migrate --repo " +
-                               path + "' (it seals each snapshot; no data is rewritten)");
+  // A config.json that claims format 1 opens only for migrate, and only as what it says when
+  // nothing in the catalog is newer (it may have been turned back to skip its authentication).
+  const bool legacy = repo->config_.format < kMinOpenFormat;
+  if (legacy) {
+    repo->newer_format_evidence_ = repo->NewerFormatEvidence();
+    if (mode != OpenMode::kMigrate) return repo->RefuseFormat1();
   }
   // The catalog first: the settings it keeps must vouch for config.json before config.json's
   // KDF parameters are used (a weakened KDF must be refused as such, not as a wrong passphrase).
-  if (mode != OpenMode::kRepair) {
+  if (mode != OpenMode::kRepair && !legacy) {
     WB_RETURN_IF_ERROR(repo->OpenCatalog());
-    if (repo->config_.format >= 2) WB_RETURN_IF_ERROR(repo->CheckSettings());
+    WB_RETURN_IF_ERROR(repo->CheckSettings());
   }
   WB_RETURN_IF_ERROR(repo->Unlock(credentials));
   const LockKind kind = mode == OpenMode::kRead    ? LockKind::kShared
                         : mode == OpenMode::kWrite ? LockKind::kWriter
                                                    : LockKind::kExclusive;
   WB_ASSIGN_OR_RETURN(repo->lock_, RepoLock::Acquire(path, kind, lock));
-  if (mode == OpenMode::kRepair) return repo;
+  // A format-1 catalog is opened (its schema upgraded) by migrate, once it found nothing newer.
+  if (mode == OpenMode::kRepair || legacy) return repo;
   WB_RETURN_IF_ERROR(repo->LoadPacks());
   return repo;
+}
+
+Status Repository::OpenLegacyCatalog() {
+  if (catalog_) return Status::Ok();
+  WB_RETURN_IF_ERROR(OpenCatalog());
+  return LoadPacks();
+}
+
+std::string Repository::NewerFormatEvidence() const {
+  struct stat st {};
+  if (::stat(CatalogPath().c_str(), &st) != 0) return "";
+  Result<catalog::CatalogProbe> probe = catalog::ProbeCatalog(CatalogPath());
+  return probe.ok() ? catalog::NewerThanFormat1(*probe) : "";
+}
+
+Status Repository::RefuseFormat1() const {
+  if (newer_format_evidence_.empty()) {
+    return Status::Unsupported("repository " + path_ + " has format " +
+                               std::to_string(config_.format) +
+                               ", from before sealed snapshot records; upgrade it once with "
+                               "'wanbackup migrate --repo " +
+                               path_ + "' (it seals each snapshot; no data is rewritten)");
+  }
+  return Status::Corruption(
+      path_ + "/" + kConfigName + " says format " + std::to_string(config_.format) +
+      " (unauthenticated, from before sealed snapshot records), but the repository is newer (" +
+      newer_format_evidence_ +
+      "): config.json looks downgraded (altered), do not migrate it; put back a config.json you "
+      "trust (unless a 'wanbackup migrate' of this repository was interrupted: see 'wanbackup "
+      "migrate --help'); nothing was written");
 }
 
 Status Repository::Unlock(const Credentials& credentials) {
@@ -362,7 +406,7 @@ Status Repository::Unlock(const Credentials& credentials) {
     WB_ASSIGN_OR_RETURN(master_, UnwrapKey(config_.wrapped_key, kek, config_.id));
     keys_ = std::make_unique<KeySet>(master_);
   }
-  if (config_.format >= 2 && Authenticate(config_, *keys_) != config_.authentication) {
+  if (config_.format >= 2 && !Authentic(config_, *keys_)) {
     return Status::Corruption(path_ + "/" + kConfigName +
                               " was altered: its authentication code does not match its "
                               "settings (mode, cipher, KDF, chunk size, compression and id are "

@@ -105,6 +105,11 @@ class Repository {
   Status WriteSettings(catalog::Catalog* into = nullptr);
   // Rewrites config.json as format 2, authenticated. REQUIRES: opened with kMigrate.
   Status UpgradeConfig();
+  // Opened with kMigrate and a config.json of format 1: what the catalog shows of a newer format
+  // (catalog_probe.h); empty when nothing does. The catalog is not open yet then (catalog() must
+  // not be used): OpenLegacyCatalog opens it, upgrading its schema, once migrate has checked.
+  const std::string& newer_format_evidence() const { return newer_format_evidence_; }
+  Status OpenLegacyCatalog();
   // A new pack with a random name, registered in the catalog (in the caller's transaction).
   Result<std::unique_ptr<PackWriter>> NewPack(int64_t* pack_id);
   // A reader of the pack, its header checked (cached; thread-safe). Packs the catalog gained
@@ -133,6 +138,8 @@ class Repository {
   Status OpenCatalog();
   Status CheckSettings();
   Status CheckPacksUnencrypted();
+  std::string NewerFormatEvidence() const;
+  Status RefuseFormat1() const;
 
   std::string path_;
   bool read_only_ = false;  // nothing can be written there: opened for reading only
@@ -141,6 +148,7 @@ class Repository {
   SecureKey master_;  // locked memory, wiped when freed; needed to re-wrap it for new credentials
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<RepoLock> lock_;
+  std::string newer_format_evidence_;  // format-1 config.json only
   std::mutex packs_mu_;
   std::unique_ptr<PackStore> store_;
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)

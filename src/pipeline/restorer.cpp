@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
 #include "common/cancel.h"
+#include "common/failpoint.h"
 #include "pipeline/file_source.h"
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
@@ -49,15 +51,41 @@ Status CheckSegment(const catalog::SnapshotInfo& s, uint64_t first, size_t count
   return Status::Ok();
 }
 
-// Reads and opens chunk `c` into `out` (raw_size bytes).
+// Reads and opens chunk `c` into `out` (raw_size bytes). The record must be a chunk with the
+// digest the sealed map names: the AEAD binds the header's digest, and Open checks the
+// plaintext against it, so a catalog row pointed at another record cannot be written.
 Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
-                 std::vector<uint8_t>* record, uint8_t* out) {
+                 const Digest& sealed, std::vector<uint8_t>* record, uint8_t* out) {
   WB_ASSIGN_OR_RETURN(const PackReader* pack, repo.Pack(c.pack_id));
   WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*pack, c.offset, c.stored_size, record));
-  if (h.digest != c.digest || h.raw_size != c.raw_size) {
-    return Status::Corruption("the record in the pack is not the chunk the catalog names");
+  if (h.digest != sealed || h.raw_size != c.raw_size || h.kind != RecordKind::kChunk) {
+    return Status::Corruption("the record in the pack is not the chunk the sealed map names");
   }
   return codec.Open(h, record->data() + kRecordHeaderSize, out);
+}
+
+// A Corruption from the sealed map, naming the snapshot.
+Status SealedMapError(const catalog::SnapshotInfo& s, const Status& error) {
+  if (error.code() != StatusCode::kCorruption) return error;
+  return Status::Corruption("snapshot " + std::to_string(s.id) +
+                            ": its sealed map: " + error.message());
+}
+
+// Calls fn(first, digests) for each segment of the snapshot's sealed map, in order. The record
+// is loaded once and checked against `snap` (the row the caller checked), so nothing the
+// catalog says after that check decides what is written where.
+Status ForEachSealedSegment(
+    Repository& repo, const catalog::SnapshotInfo& snap,
+    const std::function<Status(uint64_t first, const std::vector<Digest>& digests)>& fn) {
+  RecordCodec codec(repo.keys(), 0);
+  WB_ASSIGN_OR_RETURN(const SnapshotRecord sealed, LoadMatchingRecord(repo, codec, snap));
+  SealedMap map(repo, codec, sealed);
+  for (uint64_t segment = 0; segment < sealed.segments.size(); ++segment) {
+    Result<const std::vector<Digest>*> digests = map.Segment(segment);
+    if (!digests.ok()) return SealedMapError(snap, digests.status());
+    WB_RETURN_IF_ERROR(fn(segment * kSealedSegmentChunks, **digests));
+  }
+  return Status::Ok();
 }
 
 // Reads one map segment's chunks back from `source` (several at once, in `free_buffers`) and
@@ -65,17 +93,10 @@ Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecor
 // it differs. A read that fails fails the comparison.
 Status CompareSegmentBuffered(Repository& repo, const catalog::SnapshotInfo& snap,
                               BlockSource& source, std::vector<uint8_t*>* free_buffers,
-                              uint64_t first, const std::vector<int64_t>& ids,
+                              uint64_t first, const std::vector<Digest>& ids,
                               std::vector<bool>* differs) {
   WB_RETURN_IF_ERROR(CheckSegment(snap, first, ids.size()));
   differs->assign(ids.size(), false);
-  std::unordered_map<int64_t, Digest> digests;
-  for (int64_t id : ids) {
-    if (id != 0 && !digests.count(id)) {
-      WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, repo.catalog().GetChunk(id));
-      digests[id] = c.digest;
-    }
-  }
   size_t submitted = 0, completed = 0;
   Status error;
   while (completed < ids.size()) {
@@ -95,10 +116,10 @@ Status CompareSegmentBuffered(Repository& repo, const catalog::SnapshotInfo& sna
       continue;
     }
     const uint64_t k = done.request.tag;
-    const int64_t id = ids[k];
-    const bool same =
-        id == 0 ? IsAllZero(done.request.buffer, done.request.length)
-                : repo.keys().DigestOf(done.request.buffer, done.request.length) == digests.at(id);
+    const Digest& want = ids[k];
+    const bool same = want == kZeroChunkDigest
+                          ? IsAllZero(done.request.buffer, done.request.length)
+                          : repo.keys().DigestOf(done.request.buffer, done.request.length) == want;
     (*differs)[k] = !same;
   }
   return error;
@@ -136,17 +157,26 @@ class SegmentWriter {
         zeros_(holes_ ? 0 : snap.chunk_size, 0) {}
 
   // Writes the chunks of the segment whose `selected` entry is set (all when it is null).
-  Status Write(uint64_t first, const std::vector<int64_t>& ids, const std::vector<bool>* selected) {
+  Status Write(uint64_t first, const std::vector<Digest>& ids, const std::vector<bool>* selected) {
     WB_RETURN_IF_ERROR(CheckSegment(snap_, first, ids.size()));
-    // Resolve where each chunk lives (the catalog belongs to this thread).
-    std::unordered_map<int64_t, catalog::ChunkRecord> where;
-    for (int64_t id : ids) {
-      if (id != 0 && !where.count(id)) {
-        WB_ASSIGN_OR_RETURN(where[id], repo_.catalog().GetChunk(id));
-      }
-    }
     if (selected != nullptr && selected->size() != ids.size()) {
       return Status::Internal("restore: a chunk selection of the wrong length");
+    }
+    // Resolve where each chunk to write lives (the catalog belongs to this thread): only an
+    // index, by the sealed digest; the record found must open as that digest.
+    std::unordered_map<Digest, catalog::ChunkRecord, DigestHash> where;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const Digest& d = ids[k];
+      if (d == kZeroChunkDigest || where.count(d)) continue;
+      if (selected != nullptr && !(*selected)[k]) continue;
+      WB_ASSIGN_OR_RETURN(std::optional<int64_t> id, repo_.catalog().FindChunk(d));
+      if (!id) {
+        return Status::Corruption("snapshot " + std::to_string(snap_.id) + ": chunk " +
+                                  std::to_string(first + k) +
+                                  " of its sealed map is not in the catalog (catalog.db was "
+                                  "altered or damaged)");
+      }
+      WB_ASSIGN_OR_RETURN(where[d], repo_.catalog().GetChunk(*id));
     }
     Segment segment(first, ids, where, selected);
     std::vector<std::thread> threads;
@@ -165,12 +195,13 @@ class SegmentWriter {
 
  private:
   struct Segment {
-    Segment(uint64_t f, const std::vector<int64_t>& i,
-            const std::unordered_map<int64_t, catalog::ChunkRecord>& w, const std::vector<bool>* s)
+    Segment(uint64_t f, const std::vector<Digest>& i,
+            const std::unordered_map<Digest, catalog::ChunkRecord, DigestHash>& w,
+            const std::vector<bool>* s)
         : first(f), ids(i), where(w), selected(s) {}
     uint64_t first;
-    const std::vector<int64_t>& ids;
-    const std::unordered_map<int64_t, catalog::ChunkRecord>& where;
+    const std::vector<Digest>& ids;  // sealed digests, kZeroChunkDigest for zeros
+    const std::unordered_map<Digest, catalog::ChunkRecord, DigestHash>& where;
     const std::vector<bool>* selected;  // null: every chunk
     std::atomic<size_t> next{0};
     std::mutex error_mu;
@@ -205,7 +236,7 @@ class SegmentWriter {
       bytes_done_ += length;  // the destination already holds it
       return Status::Ok();
     }
-    if (segment.ids[k] == 0) {
+    if (segment.ids[k] == kZeroChunkDigest) {
       zero_bytes_ += length;
       if (!holes_) {
         WB_RETURN_IF_ERROR(sink_.Write(offset, zeros_.data(), length));
@@ -216,8 +247,9 @@ class SegmentWriter {
       return Status::Ok();
     }
     const catalog::ChunkRecord& c = segment.where.at(segment.ids[k]);
-    Status s = c.raw_size == length ? LoadChunk(repo_, codec, c, record, chunk->data())
-                                    : Status::Corruption("the chunk has the wrong size");
+    Status s = c.raw_size == length
+                   ? LoadChunk(repo_, codec, c, segment.ids[k], record, chunk->data())
+                   : Status::Corruption("the chunk has the wrong size");
     if (s.ok()) s = sink_.Write(offset, chunk->data(), length);
     if (!s.ok() && s.code() == StatusCode::kCorruption) {
       return Status::Corruption(Range(snap_, index, length) + " is damaged: " + s.message());
@@ -253,6 +285,9 @@ Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotI
   }
   WB_RETURN_IF_ERROR(CheckGeometry(snap));
   if (!options.record_checked) WB_RETURN_IF_ERROR(CheckSnapshotAgainstRecord(repo, snap, true));
+  // What is written comes from the sealed record and map alone, read from here on: a catalog
+  // changed after the check (a test rewrites it here) can only make the restore fail.
+  WB_PAUSEPOINT("restore.after-check");
   const bool ordered = sink.sequential_only();
   const int workers =
       ordered ? 1
@@ -265,8 +300,8 @@ Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotI
   auto last_report = start;
 
   WB_RETURN_IF_ERROR(repo.LoadPacks());
-  WB_RETURN_IF_ERROR(repo.catalog().ForEachMapSegment(
-      snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+  WB_RETURN_IF_ERROR(ForEachSealedSegment(
+      repo, snap, [&](uint64_t first, const std::vector<Digest>& ids) -> Status {
         std::vector<bool> selected;
         Status written = select ? select(first, ids, &selected) : Status::Ok();
         if (written.ok()) written = writer.Write(first, ids, select ? &selected : nullptr);
@@ -298,8 +333,8 @@ Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, BlockS
     return Status::Corruption(source.geometry().name + " is shorter than the snapshot");
   }
   ReadBackBuffers buffers(source, snap.chunk_size);
-  return repo.catalog().ForEachMapSegment(
-      snap.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {
+  return ForEachSealedSegment(
+      repo, snap, [&](uint64_t first, const std::vector<Digest>& ids) -> Status {
         std::vector<bool> differs;
         WB_RETURN_IF_ERROR(
             CompareSegmentBuffered(repo, snap, source, buffers.free(), first, ids, &differs));
@@ -314,13 +349,14 @@ Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snap, BlockS
 }
 
 Status CompareSegment(Repository& repo, const catalog::SnapshotInfo& snap, BlockSource& source,
-                      uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* differs) {
+                      uint64_t first, const std::vector<Digest>& digests,
+                      std::vector<bool>* differs) {
   WB_RETURN_IF_ERROR(CheckGeometry(snap));
   if (source.geometry().size_bytes < snap.size_bytes) {
     return Status::InvalidArgument(source.geometry().name + " is smaller than the snapshot");
   }
   ReadBackBuffers buffers(source, snap.chunk_size);
-  return CompareSegmentBuffered(repo, snap, source, buffers.free(), first, ids, differs);
+  return CompareSegmentBuffered(repo, snap, source, buffers.free(), first, digests, differs);
 }
 
 }  // namespace wanbackup::pipeline

@@ -1,12 +1,14 @@
 // Restoring a snapshot to a BlockSink (file, block device or standard output).
 //
-// The calling thread reads the snapshot's map a segment at a time and resolves chunk locations
-// from the catalog; worker threads (one per core) read each record from its pack, authenticate,
-// decompress and check its digest, and write it at its offset (positioned sinks may be written
-// by several threads at once). All-zero chunks become holes when the sink gets zeros for free
-// (a new file) and are written as zeros otherwise (a block device). A sink that needs order
-// (a pipe) is written in order by one worker. A damaged chunk stops the restore with the range
-// it covers: nothing is ever silently replaced.
+// The calling thread reads the snapshot's sealed record and its map segments (snapshot_record.h)
+// a segment at a time and finds where each chunk lies through the catalog, used only as an index
+// by digest: each record read must open under the AEAD as the digest the sealed map names at
+// that offset, so a catalog altered at any moment cannot place data wrongly. Worker threads (one
+// per core) read each record from its pack, authenticate, decompress and check its digest, and
+// write it at its offset (positioned sinks may be written by several threads at once). All-zero
+// chunks become holes when the sink gets zeros for free (a new file) and are written as zeros
+// otherwise (a block device). A sink that needs order (a pipe) is written in order by one worker. A
+// damaged chunk stops the restore with the range it covers: nothing is ever silently replaced.
 #pragma once
 
 #include <chrono>
@@ -49,9 +51,10 @@ struct RestoreResult {
 Result<RestoreResult> RestoreSnapshot(Repository& repo, const catalog::SnapshotInfo& snapshot,
                                       BlockSink& sink, const RestoreOptions& options);
 
-// Which chunks of a map segment to write: called on the calling thread for each segment in
-// order, it sizes `write` like `ids` and sets write[k] for each chunk first + k to be written.
-using ChunkSelector = std::function<Status(uint64_t first, const std::vector<int64_t>& ids,
+// Which chunks of a sealed map segment to write: called on the calling thread for each segment
+// in order with the sealed digests (kZeroChunkDigest for zeros), it sizes `write` like `digests`
+// and sets write[k] for each chunk first + k to be written.
+using ChunkSelector = std::function<Status(uint64_t first, const std::vector<Digest>& digests,
                                            std::vector<bool>* write)>;
 
 // RestoreSnapshot that writes only the chunks `select` picks (every chunk when it is empty), then
@@ -60,14 +63,15 @@ Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotI
                                       BlockSink& sink, const RestoreOptions& options,
                                       const ChunkSelector& select);
 
-// Reads chunks first .. first + ids.size() - 1 of `snapshot` back from `source` and sets
-// differs[k] for each that differs from the snapshot (digest, or zeros where it has zeros). A
+// Reads chunks first .. first + digests.size() - 1 of `snapshot` back from `source` and sets
+// differs[k] for each that differs from its sealed digest (or zeros, for kZeroChunkDigest). A
 // read that fails is an error, not a difference.
 Status CompareSegment(Repository& repo, const catalog::SnapshotInfo& snapshot, BlockSource& source,
-                      uint64_t first, const std::vector<int64_t>& ids, std::vector<bool>* differs);
+                      uint64_t first, const std::vector<Digest>& digests,
+                      std::vector<bool>* differs);
 
-// Reads `path` back and checks each chunk against the snapshot (digest; zeros where the
-// snapshot has zeros). Corruption names the first range that differs.
+// Reads `path` back and checks each chunk against the snapshot's sealed map (digest; zeros where
+// the snapshot has zeros). Corruption names the first range that differs.
 Status CheckRestored(Repository& repo, const catalog::SnapshotInfo& snapshot,
                      const std::string& path);
 // The same, reading back from `source` (an iSCSI LUN through the WAN, say); Corruption names the

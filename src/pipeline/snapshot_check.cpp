@@ -74,40 +74,58 @@ Result<SnapshotRecord> LoadSnapshotRecord(Repository& repo, RecordCodec& codec,
   return r;
 }
 
-Result<Digest> SealedMap::At(uint64_t index) {
-  const uint64_t segment = index / kSealedSegmentChunks;
-  if (segment >= record_.segments.size()) {
-    return Status::Corruption("chunk " + std::to_string(index) + " lies past the sealed map");
-  }
-  if (segment != loaded_) {
-    const Digest& d = record_.segments[segment];
-    WB_ASSIGN_OR_RETURN(std::optional<int64_t> id, repo_.catalog().FindChunk(d));
-    if (!id) return Status::Corruption("map segment " + std::to_string(segment) + " is missing");
-    WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, repo_.catalog().GetChunk(*id));
-    WB_ASSIGN_OR_RETURN(std::vector<uint8_t> plain,
-                        LoadRecord(repo_, codec_, c, RecordKind::kMapSegment, kMaxMapSegmentSize));
-    WB_ASSIGN_OR_RETURN(digests_, DecodeMapSegment(plain.data(), plain.size()));
-    const uint64_t first = segment * kSealedSegmentChunks;
-    const uint64_t chunks = record_.info.chunk_count();
-    if (digests_.size() != std::min(kSealedSegmentChunks, chunks - first)) {
-      return Status::Corruption("map segment " + std::to_string(segment) + " has " +
-                                std::to_string(digests_.size()) + " entries");
-    }
-    loaded_ = segment;
-  }
-  return digests_[index % kSealedSegmentChunks];
-}
-
-Status CheckSnapshotAgainstRecord(Repository& repo, const catalog::SnapshotInfo& row,
-                                  bool check_records) {
-  RecordCodec codec(repo.keys(), 0);
-  WB_RETURN_IF_ERROR(repo.LoadPacks());
+Result<SnapshotRecord> LoadMatchingRecord(Repository& repo, RecordCodec& codec,
+                                          const catalog::SnapshotInfo& row) {
   WB_ASSIGN_OR_RETURN(SnapshotRecord sealed, LoadSnapshotRecord(repo, codec, row));
   catalog::SnapshotInfo expected = sealed.info;
   expected.record_id = row.record_id;
   if (const std::string field = DifferentField(row, expected); !field.empty()) {
     return Status::Corruption(Tampered(row.id, "its " + field + " differs"));
   }
+  return sealed;
+}
+
+Result<Digest> SealedMap::At(uint64_t index) {
+  if (index >= record_.info.chunk_count()) {
+    return Status::Corruption("chunk " + std::to_string(index) + " lies past the sealed map");
+  }
+  WB_ASSIGN_OR_RETURN(const std::vector<Digest>* digests, Segment(index / kSealedSegmentChunks));
+  return (*digests)[index % kSealedSegmentChunks];
+}
+
+Result<const std::vector<Digest>*> SealedMap::Segment(uint64_t segment) {
+  if (segment >= record_.segments.size()) {
+    return Status::Corruption("map segment " + std::to_string(segment) +
+                              " lies past the sealed map");
+  }
+  if (segment != loaded_) {
+    loaded_ = UINT64_MAX;
+    const Digest& d = record_.segments[segment];
+    WB_ASSIGN_OR_RETURN(std::optional<int64_t> id, repo_.catalog().FindChunk(d));
+    if (!id) return Status::Corruption("map segment " + std::to_string(segment) + " is missing");
+    WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, repo_.catalog().GetChunk(*id));
+    if (c.digest != d) {
+      return Status::Corruption("map segment " + std::to_string(segment) + " is indexed wrongly");
+    }
+    WB_ASSIGN_OR_RETURN(std::vector<uint8_t> plain,
+                        LoadRecord(repo_, codec_, c, RecordKind::kMapSegment, kMaxMapSegmentSize));
+    WB_ASSIGN_OR_RETURN(digests_, DecodeMapSegment(plain.data(), plain.size()));
+    const uint64_t first = segment * kSealedSegmentChunks;
+    const uint64_t chunks = record_.info.chunk_count();
+    if (first >= chunks || digests_.size() != std::min(kSealedSegmentChunks, chunks - first)) {
+      return Status::Corruption("map segment " + std::to_string(segment) + " has " +
+                                std::to_string(digests_.size()) + " entries");
+    }
+    loaded_ = segment;
+  }
+  return &digests_;
+}
+
+Status CheckSnapshotAgainstRecord(Repository& repo, const catalog::SnapshotInfo& row,
+                                  bool check_records) {
+  RecordCodec codec(repo.keys(), 0);
+  WB_RETURN_IF_ERROR(repo.LoadPacks());
+  WB_ASSIGN_OR_RETURN(SnapshotRecord sealed, LoadMatchingRecord(repo, codec, row));
   SealedMap map(repo, codec, sealed);
   Status s = repo.catalog().ForEachMapSegment(
       row.id, [&](uint64_t first, const std::vector<int64_t>& ids) -> Status {

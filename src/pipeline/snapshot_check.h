@@ -27,13 +27,25 @@ Result<std::vector<uint8_t>> LoadRecord(Repository& repo, RecordCodec& codec,
 Result<SnapshotRecord> LoadSnapshotRecord(Repository& repo, RecordCodec& codec,
                                           const catalog::SnapshotInfo& row);
 
-// Reads sealed map segments of a snapshot record one at a time (for in-order walks).
+// The sealed record of `row`, whose metadata (id, sizes, labels, times, counters) must be the
+// row's: Corruption naming the snapshot otherwise. What restore writes from, so a catalog changed
+// after a check cannot substitute another snapshot's record.
+Result<SnapshotRecord> LoadMatchingRecord(Repository& repo, RecordCodec& codec,
+                                          const catalog::SnapshotInfo& row);
+
+// Reads sealed map segments of a snapshot record one at a time (for in-order walks). The
+// catalog only says where a segment's record lies; the record must open under the AEAD with the
+// digest the snapshot record names.
 class SealedMap {
  public:
   SealedMap(Repository& repo, RecordCodec& codec, const SnapshotRecord& record)
       : repo_(repo), codec_(codec), record_(record) {}
-  // The sealed digest of chunk `index` (kZeroChunkDigest for an all-zero chunk).
+  // The sealed digest of chunk `index` (kZeroChunkDigest for an all-zero chunk); Corruption for
+  // an index past the snapshot's last chunk.
   Result<Digest> At(uint64_t index);
+  // The digests of segment `segment` (chunks segment * kSealedSegmentChunks on), valid until the
+  // next call.
+  Result<const std::vector<Digest>*> Segment(uint64_t segment);
 
  private:
   Repository& repo_;

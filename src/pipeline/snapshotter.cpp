@@ -96,6 +96,7 @@ class Snapshotter {
   void WorkerLoop();
   Status Coordinate();
   Status OnHashed(Outcome& o);
+  Status CheckStillStored(int64_t chunk_id, uint64_t index);
   Status OnEncoded(Outcome& o);
   Status Resolve(uint64_t index, int64_t chunk_id, const Digest& digest);
   Result<int64_t> StoreRecord(const std::vector<uint8_t>& record, const Digest& digest,
@@ -342,11 +343,25 @@ Status Snapshotter::OnHashed(Outcome& o) {
   clock_.dedup += ThreadCpuNs() - t0;
   if (known) {
     buffers_->Put(o.buffer);
+    WB_RETURN_IF_ERROR(CheckStillStored(*known, o.index));
     return Resolve(o.index, *known, o.digest);
   }
   pending_[o.digest].push_back(o.index);
   jobs_.Push(Job{Job::Kind::kEncode, o.index, o.buffer, o.length, o.digest});
   return Status::Ok();
+}
+
+// A dedup hit is only as good as the pack its row names: a snapshot must never be completed on
+// a chunk whose pack is gone (the pack readers are cached, so this costs one catalog lookup).
+Status Snapshotter::CheckStillStored(int64_t chunk_id, uint64_t index) {
+  WB_ASSIGN_OR_RETURN(catalog::ChunkRecord c, catalog_.GetChunk(chunk_id));
+  const Result<const PackReader*> pack = repo_.Pack(c.pack_id);
+  if (pack.ok()) return Status::Ok();
+  return Status::Corruption("chunk " + std::to_string(index) +
+                            " of the source is stored in a pack " + "that is gone or damaged (" +
+                            pack.status().message() +
+                            "); nothing was built on it. Run 'wanbackup verify', then 'wanbackup "
+                            "repair catalog' so that the next snapshot stores it again");
 }
 
 // Appends a whole record to the pack and names it in the catalog (in the open transaction).

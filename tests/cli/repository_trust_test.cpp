@@ -74,6 +74,33 @@ std::string Hex(const std::string& bytes) {
   return out;
 }
 
+// Cuts each pack after its last chunk record: the sealed records a snapshot appends go, as in
+// a repository made before format 2.
+void TruncateToChunks(const RepoCli& repo) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(repo.catalog().c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db,
+                             "SELECT p.name, coalesce(max(c.offset + 64 + c.stored_size), 32) "
+                             "FROM packs p LEFT JOIN chunks c ON c.pack_id = p.id AND c.kind = 0 "
+                             "GROUP BY p.id",
+                             -1, &st, nullptr) == SQLITE_OK);
+  std::vector<std::pair<std::string, int64_t>> ends;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    ends.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                      sqlite3_column_int64(st, 1));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  REQUIRE_FALSE(ends.empty());
+  for (const auto& [name, end] : ends) {
+    std::filesystem::resize_file(repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack",
+                                 static_cast<uintmax_t>(end));
+    Sql(repo.catalog(),
+        "UPDATE packs SET size = " + std::to_string(end) + " WHERE name = '" + name + "'");
+  }
+}
+
 // Three snapshots: 1 and 3 of image a (3 differs in one chunk), 2 of image b.
 void ThreeSnapshots(const RepoCli& repo) {
   const TempDir& dir = repo.dir();
@@ -240,8 +267,9 @@ TEST_CASE("trust: a format-1 repository is refused naming migrate, and migrate s
   TempDir dir("migrate");
   RepoCli repo(dir);
   ThreeSnapshots(repo);
-  // Make it what the previous release wrote: config format 1 without authentication, catalog
-  // schema 1 without sealed records or settings.
+  // Make it what the previous release wrote: config format 1 without authentication, packs
+  // without sealed records (each ends after its last chunk), catalog schema 1 without settings.
+  TruncateToChunks(repo);
   const std::string config = repo.path() + "/config.json";
   auto json = nlohmann::json::parse(std::ifstream(config));
   json["format"] = 1;

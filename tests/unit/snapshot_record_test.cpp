@@ -132,6 +132,34 @@ TEST_CASE("snapshot record: a snapshot is sealed and an unchanged map segment is
   CHECK(CheckSnapshotAgainstRecord(**repo, second->info, true).ok());
 }
 
+TEST_CASE("snapshot record: a chunk index past the sealed map is corruption, never read",
+          "[record]") {
+  TempDir dir("sealed-bounds");
+  InitOptions init;
+  init.chunk_size = 64 << 10;
+  init.credentials.passphrase = Secret("pw");
+  init.kdf.opslimit = 1;
+  init.kdf.memlimit = 8 << 20;
+  REQUIRE(Repository::Init(dir / "repo", init).ok());
+  Credentials c;
+  c.passphrase = Secret("pw");
+  auto repo = Repository::Open(dir / "repo", c, OpenMode::kWrite);
+  REQUIRE(repo.ok());
+  std::vector<uint8_t> image(20 * 65536, 7);
+  wanbackup::testing::MemorySource source(image, 1);
+  auto snap = TakeSnapshot(**repo, source, SnapshotOptions{});
+  REQUIRE(snap.ok());
+  RecordCodec codec((*repo)->keys(), 0);
+  auto record = LoadMatchingRecord(**repo, codec, snap->info);
+  REQUIRE(record.ok());
+  SealedMap map(**repo, codec, *record);
+  CHECK(map.At(19).ok());
+  // A catalog map row of 21 entries asks for chunk 20: the segment holds 20 digests.
+  CHECK(map.At(20).status().code() == StatusCode::kCorruption);
+  CHECK(map.At(kSealedSegmentChunks).status().code() == StatusCode::kCorruption);
+  CHECK(map.Segment(1).status().code() == StatusCode::kCorruption);
+}
+
 TEST_CASE("snapshot record: a number that is a float, negative or too large is corruption",
           "[record]") {
   const SnapshotRecord r = Sample();

@@ -1,0 +1,357 @@
+// Attacks of someone who can write the repository's storage but has no key (docs/threat-model.md,
+// "Storage an attacker can write"), on the real binary with local images:
+// - restore, restore --verify and replicate write what the sealed snapshot record and map
+//   segments say; the catalog is only an index of where a chunk with a given digest lies. The
+//   catalog is rewritten with SQL while a restore is stopped between its check and its first
+//   write (WANBACKUP_PAUSE=restore.after-check, common/failpoint.h);
+// - a catalog map row longer than its snapshot;
+// - a config.json turned back to format 1, then `migrate`;
+// - a pack removed under a chunk a new snapshot finds by dedup; a forged record header before
+//   `repair catalog`; config.json's code written differently.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "catalog/map_codec.h"
+#include "pipeline/record.h"
+#include "support/repo_cli.h"
+
+using wanbackup::testing::Background;
+using wanbackup::testing::RepoCli;
+using wanbackup::testing::RunOptions;
+using wanbackup::testing::RunResult;
+using wanbackup::testing::SameFile;
+using wanbackup::testing::Scribble;
+using wanbackup::testing::TempDir;
+using wanbackup::testing::TreeContents;
+using wanbackup::testing::WriteNoiseImage;
+
+namespace {
+
+void SealedSql(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO(sql << ": " << (err != nullptr ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+// The ids in snapshot `id`'s (single) catalog map segment.
+std::vector<int64_t> SealedTestMapIds(const std::string& db_path, int64_t id) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT count, encoded FROM snapshot_maps WHERE snapshot_id = ?",
+                             -1, &st, nullptr) == SQLITE_OK);
+  sqlite3_bind_int64(st, 1, id);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const auto count = static_cast<size_t>(sqlite3_column_int64(st, 0));
+  const std::string blob(static_cast<const char*>(sqlite3_column_blob(st, 1)),
+                         static_cast<size_t>(sqlite3_column_bytes(st, 1)));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  auto ids = wanbackup::catalog::DecodeChunkMap(blob, count);
+  REQUIRE(ids.ok());
+  return *ids;
+}
+
+// The SQL that makes snapshot `id`'s catalog map `ids`.
+std::string SetMapSql(int64_t id, const std::vector<int64_t>& ids) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : wanbackup::catalog::EncodeChunkMap(ids)) {
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  return "UPDATE snapshot_maps SET count = " + std::to_string(ids.size()) + ", encoded = x'" + hex +
+         "' WHERE snapshot_id = " + std::to_string(id);
+}
+
+// True once process `pid` is stopped (SIGSTOP), false when it is gone or the time is up.
+bool WaitStopped(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    const size_t paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size()) {
+      const char state = line[paren + 2];
+      if (state == 'T' || state == 't') return true;
+      if (state == 'Z') return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Two snapshots of image a (4 chunks, chunk 1 zeros; the second with chunk 3 changed).
+void TwoSnapshots(const RepoCli& repo) {
+  const TempDir& dir = repo.dir();
+  WriteNoiseImage(dir / "a.img", 1, 4);
+  WriteNoiseImage(dir / "a2.img", 1, 4);
+  Scribble(dir / "a2.img", 3 * wanbackup::testing::kTestChunk, "changed");
+  repo.Ok({"init", "--key-file", repo.key()});
+  repo.Ok({"snapshot", dir / "a.img"});
+  repo.Ok({"snapshot", dir / "a2.img"});
+}
+
+}  // namespace
+
+TEST_CASE("sealed restore: a catalog rewritten after restore's check never writes wrong data",
+          "[trust]") {
+  const std::string edit =
+      GENERATE("permute the map", "swap two chunk rows", "give it the other snapshot's record");
+  const std::string command = GENERATE("restore", "restore --verify", "replicate");
+  INFO(edit << ", " << command);
+  TempDir dir("sealed-restore");
+  RepoCli repo(dir);
+  TwoSnapshots(repo);
+  const std::string db = repo.catalog();
+  const std::vector<int64_t> ids = SealedTestMapIds(db, 1);
+  REQUIRE(ids.size() == 4);
+  REQUIRE(ids[1] == 0);
+  std::string sql;
+  if (edit == "permute the map") {
+    sql = SetMapSql(1, {ids[2], 0, ids[0], ids[3]});
+  } else if (edit == "swap two chunk rows") {
+    // Row ids[0] takes the place and digest of row ids[2] and the reverse: the map, unchanged,
+    // now names the chunks in another order.
+    const std::string a = std::to_string(ids[0]), b = std::to_string(ids[2]);
+    sql = "CREATE TEMP TABLE c AS SELECT * FROM chunks WHERE id IN (" + a + ", " + b +
+          ");"
+          "UPDATE chunks SET digest = randomblob(32) WHERE id IN (" +
+          a + ", " + b +
+          ");"
+          "UPDATE chunks SET (digest, pack_id, offset, stored_size, raw_size) = (SELECT digest, "
+          "pack_id, offset, stored_size, raw_size FROM c WHERE id = " +
+          b + ") WHERE id = " + a +
+          ";"
+          "UPDATE chunks SET (digest, pack_id, offset, stored_size, raw_size) = (SELECT digest, "
+          "pack_id, offset, stored_size, raw_size FROM c WHERE id = " +
+          a + ") WHERE id = " + b + ";";
+  } else {
+    sql =
+        "UPDATE snapshots SET record_id = (SELECT record_id FROM snapshots WHERE id = 2) "
+        "WHERE id = 1";
+  }
+
+  std::vector<std::string> args = {WB_WANBACKUP_BIN};
+  if (command == "replicate") {
+    args.insert(args.end(), {"replicate", "1", "--to", dir / "out.img"});
+  } else {
+    args.insert(args.end(), {"restore", "1", "--to", dir / "out.img"});
+    if (command == "restore --verify") args.push_back("--verify");
+  }
+  RunOptions o;
+  o.env = {{"WANBACKUP_REPO", repo.path()},
+           {"WANBACKUP_KEY_FILE", repo.key()},
+           {"WANBACKUP_PAUSE", "restore.after-check"}};
+  Background run(args, o);
+  REQUIRE(WaitStopped(run.pid(), std::chrono::seconds(60)));
+  SealedSql(db, sql);
+  run.Kill(SIGCONT);
+  const int exit_code = run.Wait(std::chrono::seconds(120));
+  INFO("exit " << exit_code);
+  // Refused (exit 3), or the snapshot as it was taken: never other data with exit 0.
+  CHECK((exit_code == 3 || exit_code == 0));
+  if (exit_code == 0) CHECK(SameFile(dir / "out.img", dir / "a.img"));
+  if (edit != "give it the other snapshot's record") CHECK(exit_code == 0);
+}
+
+TEST_CASE("sealed restore: a catalog map row longer than the snapshot is refused, not read past",
+          "[trust]") {
+  TempDir dir("crafted-row");
+  RepoCli repo(dir);
+  TwoSnapshots(repo);
+  const std::string db = repo.catalog();
+  std::vector<int64_t> ids = SealedTestMapIds(db, 1);
+  // Twelve entries where the snapshot has four: the sealed map holds four digests.
+  for (int i = 0; i < 8; ++i)
+    ids.push_back(ids[i % 4]);
+  SealedSql(db, SetMapSql(1, ids));
+
+  RunResult verify = repo.Wb({"verify", "--snapshot", "1"});
+  INFO("verify: " << verify.out << verify.err);
+  CHECK(verify.exit_code == 3);
+  RunResult restore = repo.Wb({"restore", "1", "--to", dir / "out.img"});
+  INFO("restore: " << restore.err);
+  CHECK(restore.exit_code == 3);
+  CHECK(restore.err.find("snapshot 1") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "out.img"));
+  RunResult replicate = repo.Wb({"replicate", "1", "--to", dir / "replica.img"});
+  INFO("replicate: " << replicate.err);
+  CHECK(replicate.exit_code == 3);
+  // The other snapshot is untouched.
+  repo.Ok({"restore", "2", "--to", dir / "two.img"});
+  CHECK(SameFile(dir / "two.img", dir / "a2.img"));
+}
+
+TEST_CASE("storage attack: a config.json turned back to format 1 is refused, and so is migrate",
+          "[trust]") {
+  const std::string catalog_too = GENERATE("config.json only", "catalog made to look format 1");
+  INFO(catalog_too);
+  TempDir dir("downgrade");
+  RepoCli repo(dir);
+  TwoSnapshots(repo);
+  const std::string config = repo.path() + "/config.json";
+  auto json = nlohmann::json::parse(std::ifstream(config));
+  json["format"] = 1;
+  json.erase("authentication");
+  std::ofstream(config, std::ios::trunc) << json.dump(2);
+  const std::string db = repo.catalog();
+  if (catalog_too == "catalog made to look format 1") {
+    // The map of snapshot 1 reordered, and everything of schema 2 on dropped: what the
+    // catalog says is all migrate would have to go on, and it would seal it with the real key.
+    const std::vector<int64_t> ids = SealedTestMapIds(db, 1);
+    SealedSql(db, SetMapSql(1, {ids[2], 0, ids[0], ids[3]}) +
+                      ";PRAGMA foreign_keys = OFF;"
+                      "DELETE FROM chunks WHERE kind > 0;"
+                      "UPDATE snapshots SET record_id = 0;"
+                      "DROP TABLE settings; PRAGMA user_version = 1;");
+  }
+  const auto packs = TreeContents(repo.path() + "/packs");
+
+  RunResult list = repo.Wb({"snapshots"});
+  INFO("snapshots: " << list.err);
+  if (catalog_too == "config.json only") {
+    // The catalog shows it: the message says what happened and does not send to migrate.
+    CHECK(list.exit_code == 3);
+    CHECK(list.err.find("downgraded") != std::string::npos);
+    CHECK(list.err.find("upgrade it once") == std::string::npos);
+  } else {
+    CHECK(list.exit_code != 0);
+  }
+
+  RunResult migrate = repo.Wb({"migrate"});
+  INFO("migrate: " << migrate.err);
+  CHECK(migrate.exit_code == 3);
+  CHECK(migrate.err.find("downgraded") != std::string::npos);
+  CHECK(migrate.err.find("--assume-format-1") != std::string::npos);
+  // Nothing sealed from the catalog's word, config.json untouched.
+  CHECK(TreeContents(repo.path() + "/packs") == packs);
+  CHECK(nlohmann::json::parse(std::ifstream(config))["format"] == 1);
+}
+
+TEST_CASE("storage attack: a snapshot is never completed on a chunk whose pack is gone",
+          "[trust]") {
+  TempDir dir("pack-gone");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  repo.Ok({"init", "--key-file", repo.key()});
+  repo.Ok({"snapshot", dir / "a.img"});
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo.path() + "/packs")) {
+    if (e.is_regular_file()) std::filesystem::remove(e.path());
+  }
+  RunResult again = repo.Wb({"snapshot", dir / "a.img", "--json"});
+  INFO("snapshot: " << again.err);
+  CHECK(again.exit_code == 3);
+  CHECK(again.err.find("gone") != std::string::npos);
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  for (const auto& s : listed) {
+    if (s["id"] != 1) CHECK(s["status"] != "complete");
+  }
+}
+
+TEST_CASE("storage attack: one forged record header is skipped by repair catalog, not fatal",
+          "[trust]") {
+  TempDir dir("forged-header");
+  RepoCli repo(dir);
+  // Snapshot 1 fills a pack of about 80 MB, so a forged size can lie inside it and still be
+  // larger than any record; snapshot 2 is in a pack of its own.
+  WriteNoiseImage(dir / "big.img", 3, 20);
+  WriteNoiseImage(dir / "b.img", 2, 3);
+  repo.Ok({"init", "--key-file", repo.key()});
+  repo.Ok({"snapshot", dir / "big.img"});
+  repo.Ok({"snapshot", dir / "b.img"});
+  const std::string db = repo.catalog();
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle, "SELECT name FROM packs ORDER BY id LIMIT 1", -1, &st,
+                             nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(handle);
+  const std::string pack = repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
+  REQUIRE(std::filesystem::file_size(pack) > 75'000'000);
+
+  // The first record's header, forged with a valid CRC: a chunk of 70 MB.
+  wanbackup::pipeline::RecordHeader forged;
+  forged.flags = wanbackup::pipeline::kRecordEncrypted;
+  forged.raw_size = 4u << 20;
+  forged.stored_size = 70'000'000;
+  std::string bytes(wanbackup::pipeline::kRecordHeaderSize, '\0');
+  wanbackup::pipeline::WriteRecordHeader(forged, reinterpret_cast<uint8_t*>(bytes.data()));
+  Scribble(pack, 32, bytes);
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(db + suffix);
+
+  RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 3);  // a damaged record and a snapshot not rebuilt are reported
+  CHECK(repair.err.find("snapshot 1") != std::string::npos);
+  // Everything else was rebuilt: snapshot 2 restores.
+  repo.Ok({"restore", "2", "--to", dir / "b-restored.img"});
+  CHECK(SameFile(dir / "b-restored.img", dir / "b.img"));
+}
+
+TEST_CASE("storage attack: config.json's code is compared as bytes, whatever its hex case",
+          "[trust]") {
+  TempDir dir("mac-bytes");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 2);
+  repo.Ok({"init", "--key-file", repo.key()});
+  const std::string config = repo.path() + "/config.json";
+  auto json = nlohmann::json::parse(std::ifstream(config));
+  std::string code = json["authentication"].get<std::string>();
+  for (char& c : code)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  json["authentication"] = code;
+  std::ofstream(config, std::ios::trunc) << json.dump(2);
+  // The same 32 bytes: accepted.
+  repo.Ok({"snapshot", dir / "a.img"});
+  // One bit off, or not hex: refused.
+  code[0] = code[0] == '0' ? '1' : '0';
+  json["authentication"] = code;
+  std::ofstream(config, std::ios::trunc) << json.dump(2);
+  CHECK(repo.Wb({"snapshots"}).exit_code == 3);
+  json["authentication"] = "not hex";
+  std::ofstream(config, std::ios::trunc) << json.dump(2);
+  CHECK(repo.Wb({"snapshots"}).exit_code == 3);
+}
+
+TEST_CASE("storage attack: an Argon2id cost above the ceiling is refused before it runs",
+          "[trust]") {
+  TempDir dir("kdf-ceiling");
+  RepoCli repo(dir);
+  repo.Ok({"init"}, "a passphrase");
+  const std::string config = repo.path() + "/config.json";
+  auto json = nlohmann::json::parse(std::ifstream(config));
+  const std::string cost = GENERATE("1 TiB of memory", "1000 passes");
+  INFO(cost);
+  if (cost == "1 TiB of memory") {
+    json["encryption"]["kdf"]["memlimit"] = uint64_t{1} << 40;
+  } else {
+    json["encryption"]["kdf"]["opslimit"] = 1000;
+  }
+  std::ofstream(config, std::ios::trunc) << json.dump(2);
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = repo.Wb({"snapshots"}, "a passphrase");
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("out of range") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
