@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstring>
 #include <map>
-#include <semaphore>
 #include <thread>
 #include <unordered_map>
 
@@ -127,7 +126,7 @@ class Snapshotter {
   WorkQueue<Outcome> outcomes_;
   std::mutex records_mu_;
   std::vector<std::vector<uint8_t>> spare_records_;  // GUARDED_BY(records_mu_)
-  std::counting_semaphore<1024> record_slots_{0};
+  SlotCounter record_slots_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> reader_done_{false};
   std::atomic<uint64_t> chunks_delivered_{0};  // handed to the workers by the reader
@@ -241,8 +240,9 @@ void Snapshotter::WorkerLoop() {
       continue;
     }
     // At most one record per worker plus two waiting to be written: if writing falls behind,
-    // the workers wait here rather than fill memory.
-    record_slots_.acquire();
+    // the workers wait here rather than fill memory. Once Stop() closed the slots nobody takes
+    // records any more: drop the job (the pool owns its buffer) and let the queue run dry.
+    if (!record_slots_.Acquire()) continue;
     std::vector<uint8_t> record;
     {
       std::lock_guard<std::mutex> lock(records_mu_);
@@ -385,7 +385,7 @@ Status Snapshotter::OnEncoded(Outcome& o) {
     std::lock_guard<std::mutex> lock(records_mu_);
     spare_records_.push_back(std::move(o.record));
   }
-  record_slots_.release();
+  record_slots_.Release();
   auto waiting = pending_.find(o.digest);
   std::vector<uint64_t> indices = std::move(waiting->second);
   pending_.erase(waiting);
@@ -468,7 +468,9 @@ void Snapshotter::Stop() {
   stop_ = true;
   buffers_->Close();
   jobs_.Close();
-  record_slots_.release(workers_);  // no worker may stay blocked waiting for a record slot
+  // No worker may stay blocked waiting for a record slot: a record the coordinator stopped
+  // before writing (a failed write, one still queued) never gives its slot back.
+  record_slots_.Close();
 }
 
 // A run that was interrupted (killed, power cut) left its snapshot "running": close it (the
@@ -522,7 +524,7 @@ uint64_t Snapshotter::ReserveMemory() {
                            : static_cast<size_t>(workers_) + 2);
   buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
   const int record_slots = std::min(kMaxRecordSlots, workers_ + 2);
-  record_slots_.release(record_slots);
+  record_slots_.Release(record_slots);
   return (buffers_->count() + record_slots) * chunk_size_;
 }
 
