@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <thread>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "common/failpoint.h"
 #include "common/text.h"
 #include "pipeline/deallocation.h"
+#include "pipeline/pack_store.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_sealer.h"
 #include "pipeline/work_queue.h"
@@ -104,6 +106,8 @@ class Snapshotter {
   uint64_t ReserveMemory();
   Status SealSnapshot();
   void KeepWhatIsDurable();
+  void MarkRunFailed();
+  void RemoveUncommittedPack();
   Status StartPack();
   Status SyncPack();
   void Stop();
@@ -506,11 +510,33 @@ void Snapshotter::KeepWhatIsDurable() {
   Status keep = SyncPack();
   if (keep.ok() && txn_) keep = txn_->Commit();
   txn_.reset();
-  // Marking the run failed names nothing in the pack: do it either way (if this fails too,
-  // the next run does it).
+  MarkRunFailed();
+}
+
+// Marking the run failed names nothing in the pack: done whatever else failed (if this fails
+// too, the next run does it).
+void Snapshotter::MarkRunFailed() {
   if (auto t = catalog_.Begin(); t.ok()) {
     if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
   }
+}
+
+// After a failed run (its transaction committed or rolled back): the pack it was writing, when
+// the catalog does not name it, holds nothing durable anyone points at (its row was in the
+// transaction that rolled back), and on a full disk it is what keeps the disk full: remove it.
+// A pack the catalog names stays, as does one we cannot tell about (prune removes it later).
+void Snapshotter::RemoveUncommittedPack() {
+  if (!pack_) return;
+  std::string name;
+  const bool ours = IsPackFileName(std::filesystem::path(pack_->path()).filename().string(), &name);
+  pack_.reset();  // closed before it goes
+  if (!ours) return;
+  Result<std::vector<catalog::PackInfo>> named = catalog_.Packs();
+  if (!named.ok()) return;
+  for (const catalog::PackInfo& p : *named) {
+    if (p.name == name) return;
+  }
+  (void)repo_.RemovePack(pack_id_, name);  // a pack left behind is prune's to remove
 }
 
 // Buffers enough for the source's window and every worker, within the memory budget, and the
@@ -579,9 +605,17 @@ Result<SnapshotResult> Snapshotter::Run() {
 
   if (!status.ok()) {
     KeepWhatIsDurable();
+    RemoveUncommittedPack();
     return status;
   }
-  WB_RETURN_IF_ERROR(SealSnapshot());
+  if (Status sealed = SealSnapshot(); !sealed.ok()) {
+    // Nothing since the last checkpoint is kept: the open transaction may hold half of the
+    // final one (a complete snapshot), so it rolls back rather than commit.
+    txn_.reset();
+    MarkRunFailed();
+    RemoveUncommittedPack();
+    return sealed;
+  }
   Report(true);
   result.info = info_;
   result.stages = clock_.Seconds();
