@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <map>
-#include <semaphore>
 #include <thread>
 #include <unordered_map>
 
@@ -15,6 +15,7 @@
 #include "common/failpoint.h"
 #include "common/text.h"
 #include "pipeline/deallocation.h"
+#include "pipeline/pack_store.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_sealer.h"
 #include "pipeline/work_queue.h"
@@ -106,6 +107,8 @@ class Snapshotter {
   uint64_t ReserveMemory();
   Status SealSnapshot();
   void KeepWhatIsDurable();
+  void MarkRunFailed();
+  void RemoveUncommittedPack();
   Status StartPack();
   Status SyncPack();
   void Stop();
@@ -128,7 +131,7 @@ class Snapshotter {
   WorkQueue<Outcome> outcomes_;
   std::mutex records_mu_;
   std::vector<std::vector<uint8_t>> spare_records_;  // GUARDED_BY(records_mu_)
-  std::counting_semaphore<1024> record_slots_{0};
+  SlotCounter record_slots_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> reader_done_{false};
   std::atomic<uint64_t> chunks_delivered_{0};  // handed to the workers by the reader
@@ -242,8 +245,9 @@ void Snapshotter::WorkerLoop() {
       continue;
     }
     // At most one record per worker plus two waiting to be written: if writing falls behind,
-    // the workers wait here rather than fill memory.
-    record_slots_.acquire();
+    // the workers wait here rather than fill memory. Once Stop() closed the slots nobody takes
+    // records any more: drop the job (the pool owns its buffer) and let the queue run dry.
+    if (!record_slots_.Acquire()) continue;
     std::vector<uint8_t> record;
     {
       std::lock_guard<std::mutex> lock(records_mu_);
@@ -400,7 +404,7 @@ Status Snapshotter::OnEncoded(Outcome& o) {
     std::lock_guard<std::mutex> lock(records_mu_);
     spare_records_.push_back(std::move(o.record));
   }
-  record_slots_.release();
+  record_slots_.Release();
   auto waiting = pending_.find(o.digest);
   std::vector<uint64_t> indices = std::move(waiting->second);
   pending_.erase(waiting);
@@ -483,7 +487,9 @@ void Snapshotter::Stop() {
   stop_ = true;
   buffers_->Close();
   jobs_.Close();
-  record_slots_.release(workers_);  // no worker may stay blocked waiting for a record slot
+  // No worker may stay blocked waiting for a record slot: a record the coordinator stopped
+  // before writing (a failed write, one still queued) never gives its slot back.
+  record_slots_.Close();
 }
 
 // A run that was interrupted (killed, power cut) left its snapshot "running": close it (the
@@ -520,11 +526,33 @@ void Snapshotter::KeepWhatIsDurable() {
   Status keep = SyncPack();
   if (keep.ok() && txn_) keep = txn_->Commit();
   txn_.reset();
-  // Marking the run failed names nothing in the pack: do it either way (if this fails too,
-  // the next run does it).
+  MarkRunFailed();
+}
+
+// Marking the run failed names nothing in the pack: done whatever else failed (if this fails
+// too, the next run does it).
+void Snapshotter::MarkRunFailed() {
   if (auto t = catalog_.Begin(); t.ok()) {
     if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
   }
+}
+
+// After a failed run (its transaction committed or rolled back): the pack it was writing, when
+// the catalog does not name it, holds nothing durable anyone points at (its row was in the
+// transaction that rolled back), and on a full disk it is what keeps the disk full: remove it.
+// A pack the catalog names stays, as does one we cannot tell about (prune removes it later).
+void Snapshotter::RemoveUncommittedPack() {
+  if (!pack_) return;
+  std::string name;
+  const bool ours = IsPackFileName(std::filesystem::path(pack_->path()).filename().string(), &name);
+  pack_.reset();  // closed before it goes
+  if (!ours) return;
+  Result<std::vector<catalog::PackInfo>> named = catalog_.Packs();
+  if (!named.ok()) return;
+  for (const catalog::PackInfo& p : *named) {
+    if (p.name == name) return;
+  }
+  (void)repo_.RemovePack(pack_id_, name);  // a pack left behind is prune's to remove
 }
 
 // Buffers enough for the source's window and every worker, within the memory budget, and the
@@ -538,7 +566,7 @@ uint64_t Snapshotter::ReserveMemory() {
                            : static_cast<size_t>(workers_) + 2);
   buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
   const int record_slots = std::min(kMaxRecordSlots, workers_ + 2);
-  record_slots_.release(record_slots);
+  record_slots_.Release(record_slots);
   return (buffers_->count() + record_slots) * chunk_size_;
 }
 
@@ -593,9 +621,17 @@ Result<SnapshotResult> Snapshotter::Run() {
 
   if (!status.ok()) {
     KeepWhatIsDurable();
+    RemoveUncommittedPack();
     return status;
   }
-  WB_RETURN_IF_ERROR(SealSnapshot());
+  if (Status sealed = SealSnapshot(); !sealed.ok()) {
+    // Nothing since the last checkpoint is kept: the open transaction may hold half of the
+    // final one (a complete snapshot), so it rolls back rather than commit.
+    txn_.reset();
+    MarkRunFailed();
+    RemoveUncommittedPack();
+    return sealed;
+  }
   Report(true);
   result.info = info_;
   result.stages = clock_.Seconds();

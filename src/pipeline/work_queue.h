@@ -1,6 +1,8 @@
 // WorkQueue: a closable multi-producer multi-consumer FIFO; BufferPool: a fixed set of aligned
-// buffers handed out and returned. Both thread-safe; they are how the pipeline's stages pass
-// work and how its memory stays bounded (a producer waits for a free buffer).
+// buffers handed out and returned; SlotCounter: a closable counting semaphore. All thread-safe;
+// they are how the pipeline's stages pass work and how its memory stays bounded (a producer
+// waits for a free buffer or slot). Each wakes every waiter when closed, so that a stage that
+// stops early leaves no thread blocked.
 #pragma once
 
 #include <chrono>
@@ -114,6 +116,44 @@ class BufferPool {
   std::condition_variable cv_;
   std::vector<uint8_t*> free_;  // GUARDED_BY(mu_)
   bool closed_ = false;         // GUARDED_BY(mu_)
+};
+
+class SlotCounter {
+ public:
+  // Makes `n` more slots free.
+  void Release(int n = 1) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_ += n;
+    }
+    if (n == 1) {
+      cv_.notify_one();
+    } else {
+      cv_.notify_all();
+    }
+  }
+  // Waits for a free slot and takes it; false once Close()d (even with slots free: the
+  // pipeline is stopping, and whoever asked has nothing left to do).
+  bool Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return free_ > 0 || closed_; });
+    if (closed_) return false;
+    --free_;
+    return true;
+  }
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_ = 0;         // GUARDED_BY(mu_)
+  bool closed_ = false;  // GUARDED_BY(mu_)
 };
 
 }  // namespace wanbackup::pipeline

@@ -1,5 +1,5 @@
 // pipeline/work_queue.h: PopFor, the timed wait the snapshot's coordinator uses so that progress
-// goes on while nothing arrives.
+// goes on while nothing arrives; SlotCounter, whose Close frees the workers of a stopped snapshot.
 #include "pipeline/work_queue.h"
 
 #include <chrono>
@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+using wanbackup::pipeline::SlotCounter;
 using wanbackup::pipeline::WorkQueue;
 using namespace std::chrono_literals;
 
@@ -31,4 +32,18 @@ TEST_CASE("work queue: PopFor gives an item, times out on none, and ends on clos
   closer.join();
   CHECK_FALSE(item.has_value());
   CHECK_FALSE(timed_out);  // closed and empty, as Pop's nullopt
+}
+
+TEST_CASE("slot counter: a waiter is woken by Close, and every Acquire after it is refused",
+          "[unit]") {
+  SlotCounter slots;
+  slots.Release(1);
+  CHECK(slots.Acquire());
+  // No slot is free and none will be given back (a record nobody writes): only Close ends this.
+  std::thread waiter([&slots] { CHECK_FALSE(slots.Acquire()); });
+  std::this_thread::sleep_for(20ms);
+  slots.Close();
+  waiter.join();
+  slots.Release(3);
+  CHECK_FALSE(slots.Acquire());  // stopping: free slots or not
 }
