@@ -573,8 +573,6 @@ uint64_t Snapshotter::ReserveMemory() {
 // The sealed snapshot record goes into the pack with everything it names, and the same fsync
 // makes it durable before the catalog's final commit (docs/durability.md).
 Status Snapshotter::SealSnapshot() {
-  // The sealed snapshot record goes into the pack with everything it names, and the same
-  // fsync makes it durable before the catalog's final commit (docs/durability.md).
   info_.finished_unix_ms = UnixMs() + clock_offset_ms_;
   info_.status = catalog::SnapshotStatus::kComplete;
   const uint64_t bytes_stored = info_.bytes_stored;

@@ -105,7 +105,7 @@ TEST_CASE("write guard: the source of a job in the config is refused", "[guard]"
 
 TEST_CASE(
     "write guard: the source of a complete snapshot is refused, unless a restore overwrites it "
-    "on purpose; one running now always",
+    "on purpose, and one running now always",
     "[guard]") {
   Protected done = Of(Rule::kSnapshotSource, File(5), "the source of snapshot 1");
   done.overridable = true;
