@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sodium.h>
 
-#include "common/atomic_file.h"
 #include "catalog/catalog_probe.h"
+#include "common/atomic_file.h"
 #include "pipeline/fs_util.h"
 #include "pipeline/internal/json_fields.h"
 
