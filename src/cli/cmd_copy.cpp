@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/console.h"
+#include "cli/copy_credentials.h"
 #include "cli/internal/json_text.h"
 #include "cli/internal/sink_json.h"
 #include "cli/progress.h"
@@ -36,7 +37,7 @@ struct CopyCommandOptions {
   std::string length;
   std::string progress = "auto";
   std::string progress_interval;
-  TargetFlags target;
+  CopyCredentialFlags credentials;  // the iSCSI flags, with the per-end CHAP secrets
   TuningFlags tuning;
 };
 
@@ -106,6 +107,15 @@ Status RefuseLunWithData(const std::string& url, const TargetFlags& target,
                                "overwrites it. Nothing was written");
 }
 
+// A LUN's failure names its end ("source: CHAP authentication failed ..."), so a login
+// failure says which end's credentials to look at; a file's message already names the file.
+Status InEnd(const char* end, const std::string& spec, const Status& status) {
+  // A bad flag (InvalidArgument) is refused before any login and needs no end.
+  const bool names_end =
+      initiator::LooksLikeIscsiUrl(spec) && status.code() != StatusCode::kInvalidArgument;
+  return names_end ? status.WithContext(end) : status;
+}
+
 // The summary: one JSON object (on stderr when the data went to stdout) or one line.
 void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name,
                   const OpenedSink& sink, const pipeline::CopyResult& r) {
@@ -163,11 +173,12 @@ Status RunCopy(const CopyCommandOptions& opts) {
     target.copy_source = opts.source;
     WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
   }
-  // With a LUN at both ends the CHAP flags go to the end(s) that name a user.
-  WB_ASSIGN_OR_RETURN(
-      OpenedSource opened,
-      OpenSource(opts.source, FlagsForEnd(opts.source, opts.destination, opts.target),
-                 opts.tuning));
+  // Which end gets which CHAP secret (copy_credentials.h), decided before either end is opened.
+  WB_ASSIGN_OR_RETURN(const CopyEndFlags ends,
+                      ResolveCopyCredentials(opts.source, opts.destination, opts.credentials));
+  Result<OpenedSource> opened_source = OpenSource(opts.source, ends.source, opts.tuning);
+  if (!opened_source.ok()) return InEnd("source", opts.source, opened_source.status());
+  OpenedSource opened = std::move(*opened_source);
   BlockSource& source = *opened.source;
   const uint64_t size = source.geometry().size_bytes;
   if (copy.offset >= size) {
@@ -176,14 +187,16 @@ Status RunCopy(const CopyCommandOptions& opts) {
   }
   const uint64_t total =
       copy.length == 0 ? size - copy.offset : std::min(copy.length, size - copy.offset);
-  const TargetFlags sink_flags = FlagsForEnd(opts.destination, opts.source, opts.target);
+  const TargetFlags& sink_flags = ends.destination;
   if (!opts.force && initiator::LooksLikeIscsiUrl(opts.destination)) {
-    WB_RETURN_IF_ERROR(RefuseLunWithData(opts.destination, sink_flags, opts.tuning));
+    const Status empty = RefuseLunWithData(opts.destination, sink_flags, opts.tuning);
+    if (!empty.ok()) return InEnd("destination", opts.destination, empty);
   }
-  WB_ASSIGN_OR_RETURN(
-      OpenedSink out,
+  Result<OpenedSink> opened_sink =
       OpenSink(opts.destination, total, opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
-               sink_flags, opts.tuning));
+               sink_flags, opts.tuning);
+  if (!opened_sink.ok()) return InEnd("destination", opts.destination, opened_sink.status());
+  OpenedSink out = std::move(*opened_sink);
   BlockSink* sink = out.sink.get();
   if (opened.remote)
     PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
@@ -234,7 +247,13 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
                 "print a JSON summary (on stderr when the data goes to stdout)");
   AddTuningFlags(cmd, &opts->tuning);
   AddLimitRateFlag(cmd, &opts->tuning);
-  AddTargetFlags(cmd, &opts->target);
+  AddTargetFlags(cmd, &opts->credentials.shared);
+  cmd->add_option("--source-chap-secret-file", opts->credentials.source_chap_secret_file,
+                  "with a LUN at both ends: the CHAP secret of the user the source URL names")
+      ->group("iSCSI connection");
+  cmd->add_option("--destination-chap-secret-file", opts->credentials.destination_chap_secret_file,
+                  "with a LUN at both ends: the CHAP secret of the user the destination URL names")
+      ->group("iSCSI connection");
   cmd->footer(
       AutotuneHelp() + WriteTuneHelp() +
       "\nOUTPUT:\n"
@@ -247,12 +266,19 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
       "  The destination is never the source, by identity (symlinks, hard links, a LUN's\n"
       "  IQN, LUN and host address), and that is checked before either end is opened.\n"
       "\nCHAP:\n"
-      "  With a LUN at both ends, --chap-secret-file and the mutual CHAP flags are for the end\n"
-      "  whose URL names a user (iscsi://user@host/...); the other logs in without CHAP.\n"
-      "  --chap-user names the user of both ends.\n"
+      "  With a LUN at both ends each URL names its own user (iscsi://user@host/...), and\n"
+      "  --source-chap-secret-file / --destination-chap-secret-file give each end its secret;\n"
+      "  an end whose URL names no user logs in without CHAP. --chap-secret-file still serves\n"
+      "  the one end whose URL names a user; with users at both ends it is refused (use the\n"
+      "  per-end flags). The mutual CHAP flags serve the one end whose URL names a user, and\n"
+      "  are refused with users at both ends. --chap-user names the user of both ends.\n"
       "\nEXAMPLES:\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 db.img\n"
       "  wanbackup copy db.img iscsi://dr-san/iqn.2001-05.com.example:db/1\n"
+      "  wanbackup copy iscsi://alice@san/iqn.2001-05.com.example:db/1 \\\n"
+      "      iscsi://bob@dr-san/iqn.2001-05.com.example:db/1 --force \\\n"
+      "      --source-chap-secret-file /etc/wanbackup/san.secret \\\n"
+      "      --destination-chap-secret-file /etc/wanbackup/dr-san.secret\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 /dev/null --json\n"
       "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 - | zstd > db.img.zst\n"
       "  wanbackup copy --paper-baseline --length 64M iscsi://far/iqn.x:db/1 /dev/null");

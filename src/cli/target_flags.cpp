@@ -26,28 +26,7 @@ Result<std::chrono::milliseconds> ParseTimeout(const std::string& text, const ch
   return ms;
 }
 
-// The user an iSCSI URL names ("" for a path, or a URL that does not parse: opening it says why).
-std::string UrlUser(const std::string& spec) {
-  if (!initiator::LooksLikeIscsiUrl(spec)) return "";
-  Result<initiator::IscsiUrl> url = initiator::ParseIscsiUrl(spec);
-  return url.ok() ? url->user : "";
-}
-
 }  // namespace
-
-TargetFlags FlagsForEnd(const std::string& spec, const std::string& other_spec,
-                        const TargetFlags& flags) {
-  if (!flags.chap_user.empty() || !initiator::LooksLikeIscsiUrl(spec) ||
-      !initiator::LooksLikeIscsiUrl(other_spec) || !UrlUser(spec).empty() ||
-      UrlUser(other_spec).empty()) {
-    return flags;
-  }
-  TargetFlags without_chap = flags;
-  without_chap.chap_secret_file.clear();
-  without_chap.target_chap_user.clear();
-  without_chap.target_chap_secret_file.clear();
-  return without_chap;
-}
 
 void AddTargetFlags(CLI::App* command, TargetFlags* flags) {
   const char* group = "iSCSI connection";

@@ -34,14 +34,6 @@ struct TargetFlags {
 
 void AddTargetFlags(CLI::App* command, TargetFlags* flags);
 
-// The flags for one end of a command with an iSCSI URL at both ends (copy LUN to LUN): the CHAP
-// secret and mutual CHAP flags are for the end(s) whose URL or --chap-user names a user, so an
-// end whose URL names none (when the other's does) gets them cleared and logs in without CHAP.
-// With no user anywhere the flags stay as given, and BuildConnectionOptions refuses a secret
-// file for nobody before any login.
-TargetFlags FlagsForEnd(const std::string& spec, const std::string& other_spec,
-                        const TargetFlags& flags);
-
 // Combines the URL (host, port, target, optional user[%secret]) with the flags. Reads secret
 // files; prints warnings (secret in URL, loose file mode) through PrintWarning.
 Result<initiator::ConnectionOptions> BuildConnectionOptions(initiator::IscsiUrl url,
