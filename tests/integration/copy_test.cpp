@@ -145,6 +145,34 @@ TEST_CASE("copy: a CHAP LUN named with user@ is copied to an open LUN with --cha
   CHECK(summary["bytes_written"].get<uint64_t>() == 16u << 20);
 }
 
+TEST_CASE("copy: a CHAP LUN is copied to an open LUN with --source-chap-secret-file",
+          "[copy][write][integration]") {
+  const Testbed& bed = Testbed::Get();
+  const std::string from = "iscsi://" + bed.Var("CHAP_USER") + "@" + bed.Var("CHAP_PORTAL") + "/" +
+                           bed.Var("CHAP_IQN") + "/1";
+  const std::string to = "iscsi://" + bed.Var("PORTAL") + "/" + bed.Var("SCRATCH_IQN") + "/1";
+  RunResult r = bed.Wanbackup({"copy", from, to, "--source-chap-secret-file",
+                               bed.Var("CHAP_SECRET_FILE"), "--force", "--json"});
+  auto summary = Summary(r);
+  CHECK(summary["bytes"].get<uint64_t>() == 16u << 20);
+  CHECK(summary["bytes_written"].get<uint64_t>() == 16u << 20);
+  CHECK(r.err.find("alice-secret") == std::string::npos);  // the secret is never printed
+}
+
+TEST_CASE("copy: a CHAP secret given for the wrong end fails the source's login and says so",
+          "[copy][write][integration]") {
+  const Testbed& bed = Testbed::Get();
+  // The CHAP LUN's URL names no user; the open destination's names alice and gets the secret.
+  const std::string from = "iscsi://" + bed.Var("CHAP_PORTAL") + "/" + bed.Var("CHAP_IQN") + "/1";
+  const std::string to = "iscsi://" + bed.Var("CHAP_USER") + "@" + bed.Var("PORTAL") + "/" +
+                         bed.Var("SCRATCH_IQN") + "/1";
+  RunResult r = bed.Wanbackup(
+      {"copy", from, to, "--destination-chap-secret-file", bed.Var("CHAP_SECRET_FILE"), "--force"});
+  CHECK(r.exit_code == 5);
+  CHECK(r.err.find("source: ") != std::string::npos);
+  CHECK(r.err.find("alice-secret") == std::string::npos);
+}
+
 TEST_CASE("copy: a LUN that does not exist or is no disk is refused", "[copy][integration]") {
   const Testbed& bed = Testbed::Get();
   RunResult missing = bed.Wanbackup({"copy", LunUrl(7), "/dev/null"});
