@@ -375,6 +375,8 @@ TEST_CASE(
   MakeImage(image, 7, 2);
   const std::string pass_file = s.dir + "/pass";
   std::ofstream(pass_file) << "from-a-file\n";
+  std::filesystem::permissions(pass_file, std::filesystem::perms::owner_read |
+                                              std::filesystem::perms::owner_write);  // a secret
   RunOptions env;
   env.env["WANBACKUP_REPO"] = s.repo;
   env.env["WANBACKUP_PASSWORD_FILE"] = pass_file;
