@@ -42,10 +42,10 @@ Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
 
 }  // namespace
 
-Result<Db> Db::Open(const std::string& path, bool create) {
+// Opens `name` (a path, or a URI with SQLITE_OPEN_URI) with `flags`; errors name `path`.
+Result<Db> Db::OpenAs(const std::string& name, int flags, const std::string& path) {
   sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  const int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     Status s = FromSqlite(rc, db, "opening " + path);
     sqlite3_close(db);
@@ -55,8 +55,12 @@ Result<Db> Db::Open(const std::string& path, bool create) {
   return Db(db);
 }
 
+Result<Db> Db::Open(const std::string& path, bool create) {
+  return OpenAs(
+      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0), path);
+}
+
 Result<Db> Db::OpenReadOnly(const std::string& path, bool immutable) {
-  sqlite3* db = nullptr;
   int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
   std::string name = path;
   if (immutable) {
@@ -74,14 +78,7 @@ Result<Db> Db::OpenReadOnly(const std::string& path, bool immutable) {
     name += "?immutable=1";
     flags |= SQLITE_OPEN_URI;
   }
-  const int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    Status s = FromSqlite(rc, db, "opening " + path);
-    sqlite3_close(db);
-    return s;
-  }
-  sqlite3_extended_result_codes(db, 1);
-  return Db(db);
+  return OpenAs(name, flags, path);
 }
 
 Db& Db::operator=(Db&& other) noexcept {

@@ -34,6 +34,7 @@ class Db {
   Status Error(std::string_view what) const;
 
  private:
+  static Result<Db> OpenAs(const std::string& name, int flags, const std::string& path);
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_ = nullptr;
 };
