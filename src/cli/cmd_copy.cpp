@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -217,6 +218,37 @@ Status RunCopy(const CopyCommandOptions& opts) {
   return Status::Ok();
 }
 
+std::string CopyFooter() {
+  return AutotuneHelp() + WriteTuneHelp() +
+         "\nOUTPUT:\n"
+         "  On a terminal a progress line shows bytes, rate, ETA, data in flight, connections and\n"
+         "  RTT; otherwise one summary line is printed at the end (nothing with --quiet). A new\n"
+         "  file is written sparse and flushed (fsync) before the command succeeds.\n"
+         "  To an iSCSI LUN: the LUN must hold the data in whole blocks, or nothing is written;\n"
+         "  every WRITE counts once the target acknowledged it, and SYNCHRONIZE CACHE ends the "
+         "copy.\n"
+         "  A LUN whose first or last MiB is not zeros holds data: refused unless --force.\n"
+         "  The destination is never the source, by identity (symlinks, hard links, a LUN's\n"
+         "  IQN, LUN and host address), and that is checked before either end is opened.\n"
+         "\nCHAP:\n"
+         "  With a LUN at both ends each URL names its own user (iscsi://user@host/...), and\n"
+         "  --source-chap-secret-file / --destination-chap-secret-file give each end its secret;\n"
+         "  an end whose URL names no user logs in without CHAP. --chap-secret-file still serves\n"
+         "  the one end whose URL names a user; with users at both ends it is refused (use the\n"
+         "  per-end flags). The mutual CHAP flags serve the one end whose URL names a user, and\n"
+         "  are refused with users at both ends. --chap-user names the user of both ends.\n"
+         "\nEXAMPLES:\n"
+         "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 db.img\n"
+         "  wanbackup copy db.img iscsi://dr-san/iqn.2001-05.com.example:db/1\n"
+         "  wanbackup copy iscsi://alice@san/iqn.2001-05.com.example:db/1 \\\n"
+         "      iscsi://bob@dr-san/iqn.2001-05.com.example:db/1 --force \\\n"
+         "      --source-chap-secret-file /etc/wanbackup/san.secret \\\n"
+         "      --destination-chap-secret-file /etc/wanbackup/dr-san.secret\n"
+         "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 /dev/null --json\n"
+         "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 - | zstd > db.img.zst\n"
+         "  wanbackup copy --paper-baseline --length 64M iscsi://far/iqn.x:db/1 /dev/null";
+}
+
 }  // namespace
 
 void RegisterCopy(CLI::App& app, Runner* runner) {
@@ -254,34 +286,7 @@ void RegisterCopy(CLI::App& app, Runner* runner) {
   cmd->add_option("--destination-chap-secret-file", opts->credentials.destination_chap_secret_file,
                   "with a LUN at both ends: the CHAP secret of the user the destination URL names")
       ->group("iSCSI connection");
-  cmd->footer(
-      AutotuneHelp() + WriteTuneHelp() +
-      "\nOUTPUT:\n"
-      "  On a terminal a progress line shows bytes, rate, ETA, data in flight, connections and\n"
-      "  RTT; otherwise one summary line is printed at the end (nothing with --quiet). A new\n"
-      "  file is written sparse and flushed (fsync) before the command succeeds.\n"
-      "  To an iSCSI LUN: the LUN must hold the data in whole blocks, or nothing is written;\n"
-      "  every WRITE counts once the target acknowledged it, and SYNCHRONIZE CACHE ends the copy.\n"
-      "  A LUN whose first or last MiB is not zeros holds data: refused unless --force.\n"
-      "  The destination is never the source, by identity (symlinks, hard links, a LUN's\n"
-      "  IQN, LUN and host address), and that is checked before either end is opened.\n"
-      "\nCHAP:\n"
-      "  With a LUN at both ends each URL names its own user (iscsi://user@host/...), and\n"
-      "  --source-chap-secret-file / --destination-chap-secret-file give each end its secret;\n"
-      "  an end whose URL names no user logs in without CHAP. --chap-secret-file still serves\n"
-      "  the one end whose URL names a user; with users at both ends it is refused (use the\n"
-      "  per-end flags). The mutual CHAP flags serve the one end whose URL names a user, and\n"
-      "  are refused with users at both ends. --chap-user names the user of both ends.\n"
-      "\nEXAMPLES:\n"
-      "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 db.img\n"
-      "  wanbackup copy db.img iscsi://dr-san/iqn.2001-05.com.example:db/1\n"
-      "  wanbackup copy iscsi://alice@san/iqn.2001-05.com.example:db/1 \\\n"
-      "      iscsi://bob@dr-san/iqn.2001-05.com.example:db/1 --force \\\n"
-      "      --source-chap-secret-file /etc/wanbackup/san.secret \\\n"
-      "      --destination-chap-secret-file /etc/wanbackup/dr-san.secret\n"
-      "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 /dev/null --json\n"
-      "  wanbackup copy iscsi://san/iqn.2001-05.com.example:db/1 - | zstd > db.img.zst\n"
-      "  wanbackup copy --paper-baseline --length 64M iscsi://far/iqn.x:db/1 /dev/null");
+  cmd->footer(CopyFooter());
   cmd->callback([opts, runner] { *runner = [opts] { return RunCopy(*opts); }; });
 }
 

@@ -80,6 +80,46 @@ std::string LeftBehind(OpenedSink* opened, const std::string& to) {
   return "; " + to + " is incomplete: do not use it";
 }
 
+// Refuses a forbidden destination before it is opened (no byte written, no login), then opens
+// it, paced to --limit-rate.
+Result<OpenedSink> OpenRestoreSink(const RestoreCommandOptions& opts, pipeline::Repository& repo,
+                                   const catalog::SnapshotInfo& snap, uint64_t rate) {
+  if (opts.to != "-") {
+    WriteTarget target;
+    target.to = opts.to;
+    target.repo = &repo;
+    target.overwrite_source = opts.overwrite_source;
+    WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
+  }
+  WB_ASSIGN_OR_RETURN(OpenedSink opened,
+                      OpenSink(opts.to, snap.size_bytes,
+                               opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
+                               opts.target, opts.tuning));
+  // A replica known by its LUN's device id, reached through another portal address.
+  WB_RETURN_IF_ERROR(RefuseRecordedReplica(repo, opts.to, opened));
+  if (rate > 0) {
+    opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
+    opened.sink =
+        std::make_unique<PacedSink>(std::move(opened.sink), std::make_shared<Pacer>(rate));
+  }
+  return opened;
+}
+
+void PrintRestoreSummary(const RestoreCommandOptions& opts, const catalog::SnapshotInfo& snap,
+                         const OpenedSink& opened, const pipeline::RestoreResult& result,
+                         bool verified) {
+  const double secs = std::chrono::duration<double>(result.elapsed).count();
+  if (opts.json) {
+    const nlohmann::json j = SummaryJson(snap, opened, result, verified);
+    OutputJson(j);  // on standard error when the data goes to standard output
+    return;
+  }
+  PrintInfo("restored snapshot " + std::to_string(snap.id) + " (" + FormatBytes(result.bytes) +
+            ") to " + opened.sink->name() + " in " + FormatDuration(result.elapsed) + " (" +
+            FormatRate(secs > 0 ? static_cast<double>(result.bytes) / secs : 0) + ")" +
+            (verified ? "; read back and verified" : ""));
+}
+
 Status RunRestore(const RestoreCommandOptions& opts) {
   if (opts.to == "-") JsonStream() = stderr;  // standard output carries the data
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
@@ -90,24 +130,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
   // Before the destination is even opened: the catalog must agree with the sealed record.
   WB_RETURN_IF_ERROR(pipeline::CheckSnapshotAgainstRecord(*repo, snap, true));
   WB_ASSIGN_OR_RETURN(const uint64_t rate, LimitRate(opts.tuning));  // before any login
-  if (opts.to != "-") {  // before the destination is opened: no byte written, no login
-    WriteTarget target;
-    target.to = opts.to;
-    target.repo = repo.get();
-    target.overwrite_source = opts.overwrite_source;
-    WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
-  }
-  WB_ASSIGN_OR_RETURN(OpenedSink opened,
-                      OpenSink(opts.to, snap.size_bytes,
-                               opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
-                               opts.target, opts.tuning));
-  // A replica known by its LUN's device id, reached through another portal address.
-  WB_RETURN_IF_ERROR(RefuseRecordedReplica(*repo, opts.to, opened));
-  if (rate > 0) {
-    opened.tuning_explanation += "; the average held to " + FormatRate(static_cast<double>(rate));
-    opened.sink =
-        std::make_unique<PacedSink>(std::move(opened.sink), std::make_shared<Pacer>(rate));
-  }
+  WB_ASSIGN_OR_RETURN(OpenedSink opened, OpenRestoreSink(opts, *repo, snap, rate));
   BlockSink* sink = opened.sink.get();
   if (opened.lun != nullptr)
     PrintInfo("writing " + sink->name() + ": " + opened.tuning_explanation);
@@ -130,16 +153,7 @@ Status RunRestore(const RestoreCommandOptions& opts) {
     WB_RETURN_IF_ERROR(Verify(*repo, snap, opts));
     verified = true;
   }
-  const double secs = std::chrono::duration<double>(result->elapsed).count();
-  if (opts.json) {
-    const nlohmann::json j = SummaryJson(snap, opened, *result, verified);
-    OutputJson(j);  // on standard error when the data goes to standard output
-  } else {
-    PrintInfo("restored snapshot " + std::to_string(snap.id) + " (" + FormatBytes(result->bytes) +
-              ") to " + sink->name() + " in " + FormatDuration(result->elapsed) + " (" +
-              FormatRate(secs > 0 ? static_cast<double>(result->bytes) / secs : 0) + ")" +
-              (verified ? "; read back and verified" : ""));
-  }
+  PrintRestoreSummary(opts, snap, opened, *result, verified);
   return Status::Ok();
 }
 

@@ -269,7 +269,7 @@ TEST_CASE("run: a job's forget step forgets only its own snapshots of its source
   const nlohmann::json by_job = nlohmann::json::parse(
       s.repo.Ok({"forget", "--keep-last", "1", "--group-by", "job", "--dry-run", "--json"}).out);
   REQUIRE(by_job["sources"].size() == 3);
-  CHECK(by_job["sources"][0]["job"] == "");
+  CHECK(by_job["sources"][0]["job"].get<std::string>().empty());
   CHECK(by_job["sources"][1]["job"] == "disk");
   CHECK(by_job["sources"][2]["job"] == "monthly");
 }

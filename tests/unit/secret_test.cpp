@@ -19,7 +19,7 @@ namespace {
 std::string TempFile(const std::string& content, mode_t mode) {
   static wanbackup::testing::TempDir dir("secret");
   static int serial = 0;
-  const std::string path = dir / ("secret-" + std::to_string(++serial));
+  std::string path = dir / ("secret-" + std::to_string(++serial));
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   REQUIRE(fd >= 0);
   REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
