@@ -58,8 +58,7 @@ void Tamper(const std::string& path, size_t first, size_t chunks) {
 }
 
 std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return wanbackup::testing::FileContents(path);
 }
 
 struct Setup {

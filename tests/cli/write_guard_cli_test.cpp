@@ -53,7 +53,7 @@ struct GuardRepo {
   std::map<std::string, std::string> State() const {
     std::map<std::string, std::string> all = TreeContents(repo.path());
     all.erase(repo.path() + "/lock");
-    all[image] = TreeContents(dir.path())[image];
+    all[image] = FileContents(image);
     return all;
   }
 };
@@ -106,7 +106,7 @@ TEST_CASE(
   s.repo.Ok({"init", other_repo, "--key-file", other_key, "--chunk-size", "64K"});
   const std::string production = s.dir / "production.img";
   WriteNoiseImage(production, 2, 4);
-  const std::string kept = TreeContents(s.dir.path())[production];
+  const std::string kept = FileContents(production);
   const std::string config = s.dir / "wanbackup.toml";
   for (const std::string& to : s.Aliases(production, "production")) {
     INFO(to);
@@ -123,7 +123,7 @@ TEST_CASE(
                  "is the source of job production");
     CheckRefused(s.repo.Wb({"run", "disk", "--config", config}), "is the source of job production");
   }
-  CHECK(TreeContents(s.dir.path())[production] == kept);
+  CHECK(FileContents(production) == kept);
 }
 
 TEST_CASE("write guard: a job that replicates into a repository of its config is refused",
@@ -187,9 +187,9 @@ TEST_CASE("write guard: replicate onto a replica of another source's snapshots i
   const std::string other = s.dir / "other.img";
   WriteNoiseImage(other, 3, 4);
   s.repo.Ok({"snapshot", other});  // snapshot 2, another series
-  const std::string held = TreeContents(s.dir.path())[standby];
+  const std::string held = FileContents(standby);
   CheckRefused(s.repo.Wb({"replicate", "2", "--to", standby}), "is replica 1 of repository");
-  CHECK(TreeContents(s.dir.path())[standby] == held);
+  CHECK(FileContents(standby) == held);
   WriteNoiseImage(s.image, 4, 4);
   s.repo.Ok({"snapshot", s.image});  // snapshot 3, the replica's own series
   s.repo.Ok({"replicate", "3", "--to", standby});

@@ -97,9 +97,7 @@ TEST_CASE("copy: to standard output the bytes come in order", "[copy][integratio
   RunResult r = bed.Wanbackup({"copy", LunUrl(2), "-", "-q", "--connections", "3"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::ifstream in(bed.Var("LUN2_FILE"), std::ios::binary);
-  const std::string original((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  const std::string original = wanbackup::testing::FileContents(bed.Var("LUN2_FILE"));
   CHECK(r.out.size() == original.size());
   CHECK(r.out == original);
 }

@@ -156,9 +156,7 @@ TEST_CASE("repository: zero, compressible and incompressible data restore bit-ex
   // And as a stream, for pipes.
   RunResult streamed = Local({"restore", "latest", "--to", "-", "--repo", s.repo, "-q"});
   REQUIRE(streamed.exit_code == 0);
-  std::ifstream in(image, std::ios::binary);
-  const std::string original((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  const std::string original = wanbackup::testing::FileContents(image);
   CHECK(streamed.out == original);
 }
 

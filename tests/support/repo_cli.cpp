@@ -1,5 +1,8 @@
 #include "support/repo_cli.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -87,12 +90,26 @@ bool SameBytes(const std::string& copy, const std::string& original, uint64_t le
   return Run({"cmp", "-s", "-n", std::to_string(length), copy, original}).exit_code == 0;
 }
 
+std::string FileContents(const std::string& path) {
+  std::string data;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return data;
+  constexpr size_t kStep = 1u << 20;
+  for (;;) {
+    const size_t have = data.size();
+    data.resize(have + kStep);
+    const ssize_t n = ::read(fd, data.data() + have, kStep);
+    data.resize(have + static_cast<size_t>(n > 0 ? n : 0));
+    if (n <= 0) break;
+  }
+  ::close(fd);
+  return data;
+}
+
 std::map<std::string, std::string> TreeContents(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    files[e.path().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+    if (e.is_regular_file()) files[e.path().string()] = FileContents(e.path().string());
   }
   return files;
 }
