@@ -3,7 +3,8 @@
 // into commands, decides which command goes on which channel, how big each one is while a
 // channel ramps up, when to retry (retry_policy.h), reconnect, add or drop channels
 // (ConnectionScaler, autotune.h) and give up, and on a WAN paces READs (ReadPacer, autotune.h);
-// the transport moves the bytes.
+// the transport moves the bytes. Its commands live in command_engine.cpp, its connections in
+// command_engine_connections.cpp; command_engine_parts.h holds what both see.
 //
 // Commands of one run may be READs, WRITEs, WRITE SAMEs (all-zero ranges) and SYNCHRONIZE
 // CACHEs. A WRITE is done only when the target answered GOOD; one lost with its connection is
