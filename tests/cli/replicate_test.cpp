@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -38,11 +39,12 @@ void WriteImage(const std::string& path, size_t changed = 0, uint64_t seed = 0) 
   for (size_t c = 0; c < kReplicaChunks; ++c) {
     if (c >= 10 && c < 20) continue;
     uint64_t x = (c + 1) * 0x9e3779b97f4a7c15ull + (c >= 40 && c < 40 + changed ? seed : 0);
-    for (size_t i = c * kReplicaChunk; i < (c + 1) * kReplicaChunk; ++i) {
+    // A 64-bit word at a time: the tests build at -O0 (byte by byte took seconds under ASan).
+    for (size_t i = c * kReplicaChunk; i < (c + 1) * kReplicaChunk; i += sizeof x) {
       x ^= x << 13;
       x ^= x >> 7;
       x ^= x << 17;
-      data[i] = static_cast<char>(x >> 24);
+      std::memcpy(&data[i], &x, sizeof x);
     }
   }
   std::ofstream(path, std::ios::binary)

@@ -31,20 +31,20 @@ using wanbackup::testing::WithPass;
 namespace {
 
 // `chunks` 4 MiB chunks of noise (incompressible, all distinct) and every third one zero.
+// Made a 64-bit word at a time: the tests build at -O0, and byte by byte under ASan took seconds.
 void MakeNoiseImage(const std::string& path, uint64_t seed, size_t chunks) {
   std::ofstream out(path, std::ios::binary);
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  std::vector<uint64_t> chunk((4u << 20) / sizeof(uint64_t));
   for (size_t c = 0; c < chunks; ++c) {
-    std::string chunk(4u << 20, '\0');
-    if (c % 3 != 1) {
-      for (auto& ch : chunk) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        ch = static_cast<char>(x);
-      }
+    for (uint64_t& word : chunk) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      word = c % 3 == 1 ? 0 : x;
     }
-    out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    out.write(reinterpret_cast<const char*>(chunk.data()),
+              static_cast<std::streamsize>(chunk.size() * sizeof(uint64_t)));
   }
 }
 

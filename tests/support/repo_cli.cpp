@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -63,17 +64,19 @@ RunResult RepoCli::Ok(std::vector<std::string> args, const std::string& passphra
 }
 
 void WriteNoiseImage(const std::string& path, uint64_t seed, size_t chunks) {
-  std::string data(chunks * kTestChunk, '\0');
+  // A 64-bit word at a time: the tests build at -O0, and byte by byte under ASan took seconds.
+  std::vector<uint64_t> data(chunks * kTestChunk / sizeof(uint64_t), 0);
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
   for (size_t i = 0; i < data.size(); ++i) {
-    if (i / kTestChunk == 1) continue;
+    if (i * sizeof(uint64_t) / kTestChunk == 1) continue;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    data[i] = static_cast<char>(x);
+    data[i] = x;
   }
   std::ofstream(path, std::ios::binary)
-      .write(data.data(), static_cast<std::streamsize>(data.size()));
+      .write(reinterpret_cast<const char*>(data.data()),
+             static_cast<std::streamsize>(data.size() * sizeof(uint64_t)));
 }
 
 void Scribble(const std::string& path, uint64_t offset, const std::string& text) {
