@@ -10,12 +10,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
 #include "support/testbed.h"
 #include "tun.h"
 
@@ -197,19 +201,20 @@ TEST_CASE("wanem: packets arrive in order and once even when the delay drops mid
   CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
 }
 
-TEST_CASE("wanem: iperf3 through a rate-capped link lands near the cap", "[wanem][integration]") {
-  LinkScope link;
-  const Testbed& bed = Testbed::Get();
-  bed.Wan("set rate=50mbit delay=5ms");
+// iperf3 for 3 s from site A to an iperf3 server in site B on `port`: its JSON report.
+nlohmann::json Iperf(const std::string& netns_a, const std::string& netns_b,
+                     const std::string& addr_b, const std::string& port) {
   wanbackup::testing::RunOptions server_opts;
-  server_opts.netns = bed.netns_b;
-  Background server({"iperf3", "--server", "--one-off", "--bind", bed.addr_b, "--port", "5299"},
+  server_opts.netns = netns_b;
+  Background server({"iperf3", "--server", "--one-off", "--bind", addr_b, "--port", port},
                     server_opts);
+  wanbackup::testing::RunOptions client_opts;
+  client_opts.netns = netns_a;
   RunResult client;
   nlohmann::json result;
   for (int attempt = 0; attempt < 20; ++attempt) {  // until the server listens
-    client =
-        bed.InSiteA({"iperf3", "--client", bed.addr_b, "--port", "5299", "--time", "3", "--json"});
+    client = wanbackup::testing::Run(
+        {"iperf3", "--client", addr_b, "--port", port, "--time", "3", "--json"}, client_opts);
     // iperf3 3.12 exits 0 after "unable to connect" with --json: its report's "error" says so.
     if (client.exit_code == 0) {
       result = nlohmann::json::parse(client.out, nullptr, /*allow_exceptions=*/false);
@@ -221,10 +226,87 @@ TEST_CASE("wanem: iperf3 through a rate-capped link lands near the cap", "[wanem
   REQUIRE(client.exit_code == 0);
   REQUIRE_FALSE(result.is_discarded());
   REQUIRE_FALSE(result.contains("error"));
+  return result;
+}
+
+// A value of the "ab" line of `wanem ctl SOCKET stats`.
+uint64_t AbStat(const std::string& stats, const std::string& key) {
+  const size_t line = stats.find("ab ");
+  REQUIRE(line != std::string::npos);
+  const size_t at = stats.find(" " + key + "=", line);
+  REQUIRE(at != std::string::npos);
+  return std::stoull(stats.substr(at + key.size() + 2));
+}
+
+// A lab of its own (scripts/wanlab) with the testbed's emulator, 50 Mbit/s and 5 ms each way.
+class OwnLab {
+ public:
+  OwnLab(const wanbackup::testing::TempDir& dir, bool per_packet) : dir_(dir.path()) {
+    std::vector<std::string> up = {kWanlab, "up",     "--dir",  dir_,      "--delay",
+                                   "5ms",   "--rate", "50mbit", "--wanem", Testbed::Get().wanem};
+    if (per_packet) up.push_back("--per-packet");
+    const RunResult r = wanbackup::testing::Run(up);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ifstream env(dir_ + "/wanlab.env");
+    for (std::string line; std::getline(env, line);) {
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) vars_[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  ~OwnLab() { wanbackup::testing::Run({kWanlab, "down", "--dir", dir_}); }
+  OwnLab(const OwnLab&) = delete;
+  OwnLab& operator=(const OwnLab&) = delete;
+  std::string Var(const std::string& key) const {
+    const auto it = vars_.find(key);
+    return it == vars_.end() ? "" : it->second;
+  }
+
+ private:
+  static constexpr const char* kWanlab = WB_SOURCE_DIR "/scripts/wanlab";
+  std::string dir_;
+  std::map<std::string, std::string> vars_;
+};
+
+TEST_CASE("wanem: iperf3 through a rate-capped link lands near the cap", "[wanem][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set rate=50mbit delay=5ms");
+  const nlohmann::json result = Iperf(bed.netns_a, bed.netns_b, bed.addr_b, "5299");
   const double bps = result["end"]["sum_received"]["bits_per_second"].get<double>();
   INFO("iperf3 goodput " << bps / 1e6 << " Mbit/s through a 50 Mbit/s cap");
   CHECK(bps > 0.85 * 50e6);  // TCP/IP headers take ~3.5% of the wire
   CHECK(bps <= 1.0 * 50e6);  // the cap is never exceeded
+}
+
+TEST_CASE("wanem: in super-packets and packet by packet, TCP sees MSS 1448 and the same cap",
+          "[wanem][integration]") {
+  for (const bool per_packet : {false, true}) {
+    INFO((per_packet ? "per packet" : "super-packets"));
+    wanbackup::testing::TempDir dir(per_packet ? "lab-packet" : "lab-super");
+    OwnLab lab(dir, per_packet);
+    CHECK(lab.Var("WANEM_MODE") == (per_packet ? "per-packet" : "super-packets"));
+    const nlohmann::json result =
+        Iperf(lab.Var("NETNS_A"), lab.Var("NETNS_B"), lab.Var("ADDR_B"), "5298");
+    // The kernel cuts what it sends at the MTU's MSS, whatever the emulator forwards.
+    CHECK(result["start"]["tcp_mss_default"].get<int>() == 1448);
+    const double bps = result["end"]["sum_received"]["bits_per_second"].get<double>();
+    INFO("iperf3 goodput " << bps / 1e6 << " Mbit/s through a 50 Mbit/s cap");
+    CHECK(bps > 0.85 * 50e6);
+    CHECK(bps <= 1.0 * 50e6);  // a super-packet is charged as its segments
+    const RunResult stats =
+        wanbackup::testing::Run({lab.Var("WANEM"), "ctl", lab.Var("WANEM_CONTROL"), "stats"});
+    REQUIRE(stats.exit_code == 0);
+    INFO(stats.out);
+    const uint64_t frames = AbStat(stats.out, "rx_frames"),
+                   packets = AbStat(stats.out, "rx_packets");
+    CHECK(AbStat(stats.out, "drop_malformed") == 0);
+    if (per_packet) {
+      CHECK(frames == packets);
+    } else {
+      CHECK(frames * 4 < packets);  // several segments per frame read
+    }
+  }
 }
 
 TEST_CASE("wanem: a blackhole stops traffic and lifting it restores the same TCP connection",

@@ -121,7 +121,7 @@ std::string FormatStats(const std::string& name, const DirectionStats& s) {
       buf, sizeof buf,
       "%s rx_packets=%llu rx_bytes=%llu tx_packets=%llu tx_bytes=%llu drop_loss=%llu "
       "drop_queue=%llu drop_blackhole=%llu drop_overflow=%llu tx_errors=%llu "
-      "queued_bytes=%llu cpu_seconds=%.3f",
+      "queued_bytes=%llu cpu_seconds=%.3f rx_frames=%llu tx_frames=%llu drop_malformed=%llu",
       name.c_str(), static_cast<unsigned long long>(s.rx_packets),
       static_cast<unsigned long long>(s.rx_bytes), static_cast<unsigned long long>(s.tx_packets),
       static_cast<unsigned long long>(s.tx_bytes), static_cast<unsigned long long>(s.drop_loss),
@@ -129,7 +129,9 @@ std::string FormatStats(const std::string& name, const DirectionStats& s) {
       static_cast<unsigned long long>(s.drop_blackhole),
       static_cast<unsigned long long>(s.drop_overflow),
       static_cast<unsigned long long>(s.tx_errors), static_cast<unsigned long long>(s.queued_bytes),
-      s.cpu_seconds);
+      s.cpu_seconds, static_cast<unsigned long long>(s.rx_frames),
+      static_cast<unsigned long long>(s.tx_frames),
+      static_cast<unsigned long long>(s.drop_malformed));
   return buf;
 }
 

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "frame.h"
+
 namespace wanem {
 namespace {
 
@@ -28,11 +30,14 @@ constexpr int kReadBudget = 32;
 }  // namespace
 
 Direction::Direction(std::string name, int in_fd, int out_fd, size_t ring_bytes, int mtu,
-                     uint64_t seed)
+                     uint64_t seed, bool super_packets)
     : name_(std::move(name)),
       in_fd_(in_fd),
       out_fd_(out_fd),
-      mtu_(mtu),
+      super_packets_(super_packets),
+      // One byte more than the largest frame: a read that fills the buffer was cut short.
+      max_frame_(FrameHeaderBytes(super_packets) +
+                 (super_packets ? kMaxIpBytes : static_cast<size_t>(mtu)) + 1),
       ring_(ring_bytes),
       shaper_(seed) {}
 
@@ -101,6 +106,9 @@ DirectionStats Direction::Stats() const {
   s.drop_blackhole = drop_blackhole_.load();
   s.drop_overflow = drop_overflow_.load();
   s.tx_errors = tx_errors_.load();
+  s.rx_frames = rx_frames_.load();
+  s.tx_frames = tx_frames_.load();
+  s.drop_malformed = drop_malformed_.load();
   s.queued_bytes = queued_bytes_.load();
   if (cpu_clock_valid_.load()) {
     timespec ts{};
@@ -120,7 +128,7 @@ void Direction::Run() {
   }
   uint64_t seen_generation = ~uint64_t{0};
   int64_t armed_ns = -1;
-  std::vector<uint8_t> scratch(static_cast<size_t>(mtu_) + 64);
+  std::vector<uint8_t> scratch(max_frame_);
   epoll_event events[4];
 
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -142,52 +150,8 @@ void Direction::Run() {
       seen_generation = generation;
     }
 
-    // 1. Take in what has arrived.
-    for (int i = 0; i < kReadBudget; ++i) {
-      uint8_t* slot = ring_.Reserve(static_cast<size_t>(mtu_));
-      uint8_t* buf = slot != nullptr ? slot : scratch.data();
-      const ssize_t len = ::read(in_fd_, buf, static_cast<size_t>(mtu_));
-      if (len <= 0) break;  // EAGAIN: nothing more for now
-      const int64_t now = NowNs();
-      rx_packets_.fetch_add(1, std::memory_order_relaxed);
-      rx_bytes_.fetch_add(static_cast<uint64_t>(len), std::memory_order_relaxed);
-      if (slot == nullptr) {
-        drop_overflow_.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      const Admission a = shaper_.Admit(now, static_cast<uint32_t>(len));
-      switch (a.verdict) {
-        case Verdict::kForward:
-          ring_.Commit(static_cast<uint32_t>(len), a.release_ns);
-          break;
-        case Verdict::kDropBlackhole:
-          drop_blackhole_.fetch_add(1, std::memory_order_relaxed);
-          break;
-        case Verdict::kDropLoss:
-          drop_loss_.fetch_add(1, std::memory_order_relaxed);
-          break;
-        case Verdict::kDropQueue:
-          drop_queue_.fetch_add(1, std::memory_order_relaxed);
-          break;
-      }
-    }
-
-    // 2. Release what is due. A blackhole also swallows packets already on the wire.
-    const int64_t now = NowNs();
-    while (const PacketRing::Entry* e = ring_.Front()) {
-      if (e->release_ns > now) break;
-      if (shaper_.BlackholedAt(now)) {
-        drop_blackhole_.fetch_add(1, std::memory_order_relaxed);
-      } else if (::write(out_fd_, e->data(), e->length) == static_cast<ssize_t>(e->length)) {
-        tx_packets_.fetch_add(1, std::memory_order_relaxed);
-        tx_bytes_.fetch_add(e->length, std::memory_order_relaxed);
-      } else {
-        tx_errors_.fetch_add(1, std::memory_order_relaxed);
-      }
-      ring_.Pop();
-    }
-    queued_bytes_.store(ring_.used_bytes(), std::memory_order_relaxed);
-
+    TakeIn(&scratch);  // 1. what has arrived
+    ReleaseDue();      // 2. what is due
     // 3. Sleep until the next departure (or the next arrival).
     if (const PacketRing::Entry* e = ring_.Front()) {
       const int64_t wake_ns = shaper_.WakeAt(e->release_ns);
@@ -200,6 +164,64 @@ void Direction::Run() {
       }
     }
   }
+}
+
+void Direction::TakeIn(std::vector<uint8_t>* scratch) {
+  for (int i = 0; i < kReadBudget; ++i) {
+    uint8_t* slot = ring_.Reserve(max_frame_);
+    uint8_t* buf = slot != nullptr ? slot : scratch->data();
+    const ssize_t len = ::read(in_fd_, buf, max_frame_);
+    if (len <= 0) break;  // EAGAIN: nothing more for now
+    const int64_t now = NowNs();
+    const FrameInfo frame =
+        InspectFrame(buf, static_cast<size_t>(len), max_frame_ - 1, super_packets_);
+    rx_frames_.fetch_add(1, std::memory_order_relaxed);
+    rx_packets_.fetch_add(frame.segments, std::memory_order_relaxed);
+    rx_bytes_.fetch_add(frame.wire_bytes, std::memory_order_relaxed);
+    if (!frame.ok) {  // truncated or unparsable: never forwarded as something else
+      drop_malformed_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (slot == nullptr) {
+      drop_overflow_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    const Admission a = shaper_.Admit(now, frame.wire_bytes);
+    switch (a.verdict) {
+      case Verdict::kForward:
+        ring_.Commit(static_cast<uint32_t>(len), a.release_ns);
+        break;
+      case Verdict::kDropBlackhole:
+        drop_blackhole_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Verdict::kDropLoss:
+        drop_loss_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Verdict::kDropQueue:
+        drop_queue_.fetch_add(1, std::memory_order_relaxed);
+        break;
+    }
+  }
+}
+
+void Direction::ReleaseDue() {
+  // A blackhole also swallows packets already on the wire.
+  const int64_t now = NowNs();
+  while (const PacketRing::Entry* e = ring_.Front()) {
+    if (e->release_ns > now) break;
+    if (shaper_.BlackholedAt(now)) {
+      drop_blackhole_.fetch_add(1, std::memory_order_relaxed);
+    } else if (::write(out_fd_, e->data(), e->length) == static_cast<ssize_t>(e->length)) {
+      const FrameInfo frame = InspectFrame(e->data(), e->length, e->length, super_packets_);
+      tx_frames_.fetch_add(1, std::memory_order_relaxed);
+      tx_packets_.fetch_add(frame.segments, std::memory_order_relaxed);
+      tx_bytes_.fetch_add(frame.wire_bytes, std::memory_order_relaxed);
+    } else {
+      tx_errors_.fetch_add(1, std::memory_order_relaxed);
+    }
+    ring_.Pop();
+  }
+  queued_bytes_.store(ring_.used_bytes(), std::memory_order_relaxed);
 }
 
 }  // namespace wanem

@@ -14,15 +14,20 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "packet_ring.h"
 #include "shaper.h"
 
 namespace wanem {
 
+// Packets are what the link carries (a super-packet counts its segments), bytes their IP bytes
+// on the link (frame.h); frames are what the emulator read and wrote (equal to packets in the
+// per-packet mode). Drops count frames.
 struct DirectionStats {
   uint64_t rx_packets = 0, rx_bytes = 0;  // read from the input TUN
   uint64_t tx_packets = 0, tx_bytes = 0;  // written to the output TUN
+  uint64_t rx_frames = 0, tx_frames = 0, drop_malformed = 0;
   uint64_t drop_loss = 0, drop_queue = 0, drop_blackhole = 0, drop_overflow = 0, tx_errors = 0;
   uint64_t queued_bytes = 0;  // in the delay line now
   double cpu_seconds = 0;     // CPU time of the forwarding thread
@@ -30,7 +35,9 @@ struct DirectionStats {
 
 class Direction {
  public:
-  Direction(std::string name, int in_fd, int out_fd, size_t ring_bytes, int mtu, uint64_t seed);
+  // `super_packets`: both fds carry virtio_net_hdr frames (tun.h, frame.h).
+  Direction(std::string name, int in_fd, int out_fd, size_t ring_bytes, int mtu, uint64_t seed,
+            bool super_packets);
   ~Direction();
   Direction(const Direction&) = delete;
   Direction& operator=(const Direction&) = delete;
@@ -47,11 +54,14 @@ class Direction {
  private:
   void Run();
   void Wake();
+  void TakeIn(std::vector<uint8_t>* scratch);  // reads up to kReadBudget frames
+  void ReleaseDue();
 
   const std::string name_;
   const int in_fd_;
   const int out_fd_;
-  const int mtu_;
+  const bool super_packets_;
+  const size_t max_frame_;  // the largest frame read()
   PacketRing ring_;
   Shaper shaper_;  // forwarding thread only
 
@@ -70,6 +80,7 @@ class Direction {
   std::atomic<uint64_t> rx_packets_{0}, rx_bytes_{0}, tx_packets_{0}, tx_bytes_{0};
   std::atomic<uint64_t> drop_loss_{0}, drop_queue_{0}, drop_blackhole_{0}, drop_overflow_{0};
   std::atomic<uint64_t> tx_errors_{0}, queued_bytes_{0};
+  std::atomic<uint64_t> rx_frames_{0}, tx_frames_{0}, drop_malformed_{0};
 };
 
 }  // namespace wanem

@@ -27,6 +27,7 @@
 #include "common/units.h"
 #include "control.h"
 #include "direction.h"
+#include "frame.h"
 #include "tun.h"
 
 namespace wanem {
@@ -41,6 +42,7 @@ struct RunOptions {
   uint64_t seed = 1;
   std::string control, pidfile, log;
   bool daemon = false;
+  bool super_packets = false;
 };
 
 int64_t NowNs() {
@@ -80,20 +82,23 @@ class Emulator {
     params.rate_bps = *rate;
     params.queue_bytes = *queue;
     params.loss = *loss;
-    if (*ring < static_cast<uint64_t>(o.mtu) * 64) {
-      *error = "--ring must hold at least 64 packets";
+    const uint64_t largest = o.super_packets ? kVnetHeaderBytes + kMaxIpBytes : o.mtu;
+    if (*ring < largest * 64) {
+      *error = "--ring must hold at least 64 of the largest frames (" +
+               std::to_string(largest * 64) + " bytes)";
       return false;
     }
 
-    TunConfig a{o.netns_a, o.dev, o.addr_a, o.prefix, o.mtu, 10000};
-    TunConfig b{o.netns_b, o.dev, o.addr_b, o.prefix, o.mtu, 10000};
+    TunConfig a{o.netns_a, o.dev, o.addr_a, o.prefix, o.mtu, 10000, o.super_packets};
+    TunConfig b{o.netns_b, o.dev, o.addr_b, o.prefix, o.mtu, 10000, o.super_packets};
     fd_a_ = OpenTun(a, error);
     if (fd_a_ < 0) return false;
     fd_b_ = OpenTun(b, error);
     if (fd_b_ < 0) return false;
 
-    ab_ = std::make_unique<Direction>("ab", fd_a_, fd_b_, *ring, o.mtu, o.seed);
-    ba_ = std::make_unique<Direction>("ba", fd_b_, fd_a_, *ring, o.mtu, o.seed * 7919 + 1);
+    ab_ = std::make_unique<Direction>("ab", fd_a_, fd_b_, *ring, o.mtu, o.seed, o.super_packets);
+    ba_ = std::make_unique<Direction>("ba", fd_b_, fd_a_, *ring, o.mtu, o.seed * 7919 + 1,
+                                      o.super_packets);
     ab_->SetParams(params);
     ba_->SetParams(params);
     if (!ab_->Start(error) || !ba_->Start(error)) return false;
@@ -286,8 +291,9 @@ int Run(const RunOptions& o) {
     std::fprintf(f, "%d\n", static_cast<int>(::getpid()));
     std::fclose(f);
   }
-  std::fprintf(stderr, "wanem: forwarding %s <-> %s (pid %d)\n", o.netns_a.c_str(),
-               o.netns_b.c_str(), static_cast<int>(::getpid()));
+  std::fprintf(stderr, "wanem: forwarding %s <-> %s %s (pid %d)\n", o.netns_a.c_str(),
+               o.netns_b.c_str(), o.super_packets ? "in super-packets" : "packet by packet",
+               static_cast<int>(::getpid()));
   std::fflush(stderr);
   report("ok");
   emulator.Serve();
@@ -355,6 +361,10 @@ int main(int argc, char** argv) {
   run->add_option("--control", o.control, "control socket path")->required();
   run->add_option("--pidfile", o.pidfile, "write the PID here once forwarding");
   run->add_option("--log", o.log, "with --daemon: append messages here");
+  run->add_flag("--super-packets", o.super_packets,
+                "take TSO super-packets (up to 64 KiB) from the kernel and forward them whole, "
+                "charged as their segments: a fraction of the CPU per byte; loss and drops then "
+                "take whole super-packets (frame.h)");
   run->add_flag("--daemon", o.daemon, "detach once ready; exit status says whether setup worked");
   std::string ctl_path;
   std::vector<std::string> ctl_words;

@@ -59,7 +59,8 @@ Admission Shaper::Admit(int64_t now_ns, uint32_t bytes) {
     // A packet always fits an empty queue, however small the limit.
     const uint64_t backlog = BacklogBytes(now_ns);
     if (backlog > 0 && backlog + bytes > params_.queue_bytes) return {Verdict::kDropQueue, 0};
-    // bytes <= 65535, so bytes * 8e9 < 2^63: exact integer arithmetic, rounded up.
+    // bytes < 2^20 (a super-packet counts its segments: under 128 KiB), so bytes * 8e9 < 2^63:
+    // exact integer arithmetic, rounded up.
     const uint64_t bit_ns = uint64_t{bytes} * 8 * 1'000'000'000ULL;
     const auto tx_ns = static_cast<int64_t>((bit_ns + params_.rate_bps - 1) / params_.rate_bps);
     serializer_free_ns_ = start_ns + tx_ns;

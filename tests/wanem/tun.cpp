@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "frame.h"
+
 namespace wanem {
 namespace {
 
@@ -86,6 +88,26 @@ bool Configure(const TunConfig& cfg, std::string* error) {
   return ok;
 }
 
+// Set at every start, both ways: a device that outlives an emulator (persistent) keeps the
+// offloads it was given, and an emulator reading plain packets from a device with TSO on would
+// receive super-packets it cannot parse (even SYNs are lost then).
+bool SetOffloads(int fd, bool super_packets, std::string* error) {
+  if (super_packets) {
+    int size = static_cast<int>(kVnetHeaderBytes);
+    if (::ioctl(fd, TUNSETVNETHDRSZ, &size) != 0) {
+      *error = ErrnoText("TUNSETVNETHDRSZ");
+      return false;
+    }
+  }
+  const unsigned offloads =
+      super_packets ? TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN : 0;
+  if (::ioctl(fd, TUNSETOFFLOAD, offloads) != 0) {
+    *error = ErrnoText("TUNSETOFFLOAD");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 NetnsGuard::NetnsGuard(const std::string& netns) {
@@ -140,10 +162,14 @@ int OpenTun(const TunConfig& cfg, std::string* error) {
     return -1;
   }
   ifreq ifr{};
-  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  ifr.ifr_flags = static_cast<short>(IFF_TUN | IFF_NO_PI | (cfg.super_packets ? IFF_VNET_HDR : 0));
   std::strncpy(ifr.ifr_name, cfg.ifname.c_str(), IFNAMSIZ - 1);
   if (::ioctl(fd, TUNSETIFF, &ifr) != 0) {
     *error = ErrnoText("creating TUN device " + cfg.ifname + " in " + cfg.netns);
+    ::close(fd);
+    return -1;
+  }
+  if (!SetOffloads(fd, cfg.super_packets, error)) {
     ::close(fd);
     return -1;
   }

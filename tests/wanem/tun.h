@@ -15,10 +15,15 @@ struct TunConfig {
   int prefix_len = 24;
   int mtu = 1500;
   int txqueuelen = 10000;
+  // Super-packets (frame.h): a virtio_net_hdr on every frame, and the kernel's checksum and TCP
+  // segmentation offloads on the device (TUNSETOFFLOAD), so TCP in the namespace hands over
+  // TSO super-packets. Off: one IP packet per frame, and the offloads cleared.
+  bool super_packets = false;
 };
 
-// Opens a non-blocking TUN fd (IFF_TUN | IFF_NO_PI) whose device lives in cfg.netns, and brings
-// it and the namespace's loopback up. Returns the fd, or -1 with *error set.
+// Opens a non-blocking TUN fd (IFF_TUN | IFF_NO_PI, with IFF_VNET_HDR for super-packets) whose
+// device lives in cfg.netns, sets its offloads, and brings it and the namespace's loopback up.
+// Returns the fd, or -1 with *error set.
 int OpenTun(const TunConfig& cfg, std::string* error);
 
 // Runs the calling thread inside namespace `netns` until the returned guard is destroyed.
