@@ -10,6 +10,8 @@
 
 #include "cli/console.h"
 #include "common/units.h"
+#include "pipeline/repository_trust.h"
+#include "pipeline/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -44,6 +46,27 @@ Result<Secret> PromptSecret(const std::string& prompt) {
   Secret s = std::move(line).value();
   if (s.empty()) return Status::InvalidArgument("empty passphrase");
   return s;
+}
+
+// An unencrypted repository is used on purpose only, and never with secrets: a passphrase or
+// key file given for it means it is not the repository they were meant for (swapped in).
+Status CheckUnencryptedUse(const RepoFlags& flags, const RepoFlags& resolved,
+                           const std::string& path) {
+  if (!flags.insecure_no_encryption) {
+    return Status::Corruption("repository " + path +
+                              " is not encrypted: anyone who can write its storage can change "
+                              "what it restores; pass --insecure-no-encryption to use it anyway");
+  }
+  const char* env_pass = std::getenv("WANBACKUP_PASSWORD");
+  const bool passphrase =
+      !resolved.password_file.empty() || (env_pass != nullptr && *env_pass != '\0');
+  if (passphrase || !resolved.key_file.empty()) {
+    return Status::Corruption(
+        "repository " + path + " is not encrypted and takes no passphrase or key file, yet " +
+        (passphrase ? "a passphrase" : "a key file") +
+        " was given (flag or environment): if it was encrypted, it has been replaced");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -82,6 +105,11 @@ void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
             return wait.ok() ? std::string() : wait.status().message();
           },
           "DURATION"))
+      ->group(group);
+  command
+      ->add_flag("--insecure-no-encryption", flags->insecure_no_encryption,
+                 "use a repository that is not encrypted (init: make one); without it one is "
+                 "refused with exit status 3")
       ->group(group);
   flags->command = command->get_name();
   if (command->get_parent() != nullptr && command->get_parent()->get_parent() != nullptr) {
@@ -125,8 +153,21 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   lock.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
   lock.wait_setting = flags.lock_wait_setting;
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
+  const std::string location = pipeline::CanonicalLocation(path);
+  if (!flags.expected_repository_id.empty() && config.id != flags.expected_repository_id) {
+    return Status::Corruption("repository " + path + " has id " + config.id +
+                              ", but the config file pins repository_id " +
+                              flags.expected_repository_id);
+  }
+  if (!flags.skip_trust_checks) {
+    WB_RETURN_IF_ERROR(pipeline::CheckRepositoryIdentity(anchors, config, location));
+  }
   pipeline::Credentials credentials;
   const RepoFlags resolved = WithEnvironment(flags);
+  if (config.mode == pipeline::EncryptionMode::kNone) {
+    WB_RETURN_IF_ERROR(CheckUnencryptedUse(flags, resolved, path));
+  }
   credentials.key_file = resolved.key_file;
   if (config.mode == pipeline::EncryptionMode::kPassphrase) {
     Result<Secret> passphrase = ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",
@@ -141,11 +182,17 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
     credentials.passphrase = std::move(*passphrase);
   }
   auto repo = pipeline::Repository::Open(path, credentials, mode, lock);
+  if (repo.ok() && !flags.skip_trust_checks) {
+    WB_RETURN_IF_ERROR(pipeline::CheckOpenedRepository(anchors, **repo, location,
+                                                       mode != pipeline::OpenMode::kRepair));
+  }
   if (repo.ok() && used != nullptr) *used = std::move(credentials);
-  if (repo.ok() && mode != pipeline::OpenMode::kRead &&
-      config.mode == pipeline::EncryptionMode::kNone) {
+  if (repo.ok() && config.mode == pipeline::EncryptionMode::kNone) {
     PrintWarning("repository " + path +
-                 " is NOT encrypted: anyone who can read its files can read the data");
+                 (mode != pipeline::OpenMode::kRead
+                      ? " is NOT encrypted: anyone who can read its files can read the data"
+                      : " is NOT encrypted: anyone who can write its files can change what it "
+                        "restores"));
   }
   return repo;
 }

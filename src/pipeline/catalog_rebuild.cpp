@@ -9,9 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
+#include "pipeline/head.h"
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_record.h"
@@ -37,6 +40,8 @@ size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
       return kMaxSnapshotRecordSize;
     case RecordKind::kForget:
       return kMaxForgetRecordSize;
+    case RecordKind::kHead:
+      return kMaxHeadRecordSize;
   }
   return 0;
 }
@@ -71,9 +76,10 @@ class Rebuilder {
     std::string where;
     SnapshotRecord record;
   };
-  std::vector<Sealed> sealed_;                        // in pack order
-  std::unordered_set<Digest, DigestHash> forgotten_;  // forget records' digests
-  int64_t max_id_ = 0;                                // largest snapshot id seen
+  std::vector<Sealed> sealed_;                         // in pack order
+  std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
+  int64_t max_id_ = 0;                                 // largest snapshot id seen
+  std::optional<std::pair<HeadRecord, Digest>> head_;  // the newest head seen
   std::vector<uint8_t> record_, plain_;
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
 };
@@ -147,6 +153,13 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
     } else {
       max_id_ = std::max(max_id_, r->info.id);
       sealed_.push_back(Sealed{id, read.digest, where, *r});
+    }
+  } else if (read.kind == RecordKind::kHead) {
+    // The newest head is the catalog's head again (head.h).
+    Result<HeadRecord> r = DecodeHeadRecord(plain_.data(), plain_.size());
+    if (r.ok() && r->repository_id == repo_.config().id &&
+        (!head_ || r->counter >= head_->first.counter)) {  // a tie: the later one was committed
+      head_.emplace(std::move(*r), read.digest);
     }
   } else if (read.kind == RecordKind::kForget) {
     Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
@@ -292,10 +305,18 @@ Result<RebuildReport> Rebuilder::Run() {
                                    " is left out");
       }
     }
-    for (const auto& [id, s] : by_id)
+    for (const auto& [id, s] : by_id) {
+      // A snapshot sealed but in no head was never committed (killed before its final commit):
+      // the newest head decides, as the catalog did.
+      if (head_ && std::find(head_->first.snapshots.begin(), head_->first.snapshots.end(),
+                             HeadEntry{id, s->digest}) == head_->first.snapshots.end()) {
+        continue;
+      }
       WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
+    }
     // New snapshots get ids above every id ever used, forgotten ones included.
     WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
+    if (head_) WB_RETURN_IF_ERROR(RecordHead(*catalog_, head_->first, head_->second));
     WB_RETURN_IF_ERROR(txn->Commit());
     WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));
     catalog_.reset();  // closes it: the WAL is folded into the file
