@@ -94,11 +94,15 @@ Result<std::optional<HeadRecord>> LoadHead(Repository& repo) {
 
 Result<SealedHead> SealNextHead(Repository& repo, std::vector<HeadEntry> set, uint64_t floor) {
   WB_ASSIGN_OR_RETURN(const uint64_t current, CatalogHeadCounter(repo.catalog()));
+  return SealHead(repo, std::move(set), std::max(current, floor) + 1);
+}
+
+SealedHead SealHead(const Repository& repo, std::vector<HeadEntry> set, uint64_t counter) {
   std::sort(set.begin(), set.end(),
             [](const HeadEntry& a, const HeadEntry& b) { return a.id < b.id; });
   SealedHead head;
   head.record.repository_id = repo.config().id;
-  head.record.counter = std::max(current, floor) + 1;
+  head.record.counter = counter;
   head.record.written_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();

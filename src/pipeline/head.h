@@ -40,6 +40,8 @@ Result<std::optional<HeadRecord>> LoadHead(Repository& repo);
 // Seals the head that follows the catalog's newest one (its counter + 1, at least `floor` + 1),
 // listing `set`.
 Result<SealedHead> SealNextHead(Repository& repo, std::vector<HeadEntry> set, uint64_t floor = 0);
+// Seals a head with exactly this counter (repair catalog: above every head in the packs).
+SealedHead SealHead(const Repository& repo, std::vector<HeadEntry> set, uint64_t counter);
 // SealNextHead of the catalog's set with `added` (a snapshot about to be marked complete).
 Result<SealedHead> SealHeadAdding(Repository& repo, const HeadEntry& added);
 // Makes `head` the catalog's newest, in the caller's transaction.

@@ -113,6 +113,8 @@ class Repository {
   Status OpenLegacyCatalog();
   // A new pack with a random name, registered in the catalog (in the caller's transaction).
   Result<std::unique_ptr<PackWriter>> NewPack(int64_t* pack_id);
+  // A new pack with a random name (in *name), in no catalog yet (repair catalog's new head).
+  Result<std::unique_ptr<PackWriter>> NewPackFile(std::string* name);
   // A reader of the pack, its header checked (cached; thread-safe). Packs the catalog gained
   // after opening need LoadPacks() first.
   Result<const PackReader*> Pack(int64_t pack_id);

@@ -286,3 +286,150 @@ TEST_CASE("head: a snapshot killed before its commit, then another, rebuild to t
   CHECK(SameFile(dir / "out.img", dir / "c.img"));
   repo.Ok({"verify"});
 }
+
+namespace {
+
+// One value of the catalog (the first column of the first row `sql` gives).
+std::string HeadTestSqlValue(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  std::string value;
+  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != nullptr) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return value;
+}
+
+std::string HeadTestPackPath(const std::string& repo, const std::string& name) {
+  return repo + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
+}
+
+// Turns the repository into one the release before heads wrote: each head record is the last
+// record of its pack (snapshot and forget append it last), so the pack is cut where it starts,
+// and the catalog forgets the rows and the setting. What is left is byte for byte what that
+// release wrote.
+void RemoveEveryHead(const std::string& repo) {
+  const std::string db = repo + "/catalog.db";
+  for (;;) {
+    const std::string row = HeadTestSqlValue(
+        db,
+        "SELECT packs.name || ' ' || chunks.offset || ' ' || (chunks.offset + 64 + "
+        "chunks.stored_size) FROM chunks JOIN packs ON packs.id = chunks.pack_id WHERE "
+        "chunks.kind = 4 LIMIT 1");
+    if (row.empty()) break;
+    std::istringstream in(row);
+    std::string name;
+    uintmax_t offset = 0, end = 0;
+    in >> name >> offset >> end;
+    const std::string pack = HeadTestPackPath(repo, name);
+    REQUIRE(fs::file_size(pack) == end);  // the head is the pack's last record
+    fs::resize_file(pack, offset);
+    Sql(db, "UPDATE packs SET size = " + std::to_string(offset) + " WHERE name = '" + name +
+                "'; DELETE FROM chunks WHERE kind = 4 AND offset = " + std::to_string(offset) +
+                " AND pack_id = (SELECT id FROM packs WHERE name = '" + name + "')");
+  }
+  Sql(db, "DELETE FROM settings WHERE key = 'head'");
+}
+
+}  // namespace
+
+TEST_CASE("head: repair seals a new head when a snapshot the head lists cannot be rebuilt",
+          "[head]") {
+  const std::string damage = GENERATE("oldest pack removed", "oldest pack damaged");
+  INFO(damage);
+  TempDir dir("head-repair-lost");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "c.img", 3, 2);
+  // Snapshot 1 (a.img) in the oldest pack; snapshot 2 (b.img) and head 2, listing both, in
+  // the next one.
+  TwoSnapshotsKeepingTheFirstCatalog(repo);
+  const std::string oldest = HeadTestPackPath(
+      repo.path(), HeadTestSqlValue(repo.catalog(), "SELECT name FROM packs ORDER BY id LIMIT 1"));
+  if (damage == "oldest pack removed") {
+    fs::remove(oldest);
+  } else {
+    wanbackup::testing::Scribble(oldest, 1 << 20, std::string(4096, 'x'));
+  }
+
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 3);  // a snapshot is lost: said, and the exit status says it too
+  CHECK(repair.err.find("snapshot(s) 1,") != std::string::npos);
+  CHECK(repair.err.find("are gone") != std::string::npos);
+  CHECK(repair.err.find("new head (counter 3)") != std::string::npos);
+
+  // The repository is usable again: the catalog matches the new head, and the anchor takes its
+  // higher counter.
+  const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}));
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["id"] == 2);
+  repo.Ok({"restore", "2", "--to", dir / "out.img"});
+  CHECK(SameFile(dir / "out.img", dir / "b.img"));
+  repo.Ok({"snapshot", dir / "c.img"});
+  repo.Ok({"restore", "latest", "--to", dir / "out-c.img"});
+  CHECK(SameFile(dir / "out-c.img", dir / "c.img"));
+  // A second repair finds the new head the newest and loses nothing more.
+  const RunResult again = repo.Wb({"repair", "catalog", "--json"});
+  INFO("repair again: " << again.out << again.err);
+  const nlohmann::json report = nlohmann::json::parse(again.out);
+  CHECK(report["lost"].empty());
+  CHECK(report["head_counter"] == 4);
+  CHECK(report["snapshots"] == nlohmann::json::array({2, 3}));
+}
+
+TEST_CASE("head: a repository made before heads is read as it is, and its first write seals one",
+          "[head]") {
+  TempDir dir("head-before");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "c.img", 3, 2);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);
+  RemoveEveryHead(repo.path());
+  REQUIRE(HeadTestSqlValue(repo.catalog(), "SELECT count(*) FROM chunks WHERE kind = 4") == "0");
+  // A host that never saw this repository with a head: as one that ran the release before.
+  const std::map<std::string, std::string> fresh = {{"WANBACKUP_SECURITY_DIR", dir / "fresh"}};
+
+  const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}, "", fresh));
+  CHECK(list.size() == 2);
+  repo.Ok({"verify"}, "", fresh);
+  repo.Ok({"restore", "1", "--to", dir / "out.img"}, "", fresh);
+  CHECK(SameFile(dir / "out.img", dir / "a.img"));
+  CHECK(HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'").empty());
+
+  // The first write seals head 1, listing every snapshot, and the anchor remembers it.
+  repo.Ok({"snapshot", dir / "c.img"}, "", fresh);
+  CHECK(HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'")
+            .rfind("1 ", 0) == 0);
+  const std::string id = RepositoryId(repo.path());
+  CHECK(ReadText(dir / "fresh/" + id + "/anchor").find("head_counter 1\n") != std::string::npos);
+  repo.Ok({"restore", "latest", "--to", dir / "out-c.img"}, "", fresh);
+  CHECK(SameFile(dir / "out-c.img", dir / "c.img"));
+  repo.Ok({"repair", "catalog"}, "", fresh);
+  const nlohmann::json after =
+      wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}, "", fresh));
+  CHECK(after.size() == 3);
+  // From now on a head removed again is a rollback for this host.
+  RemoveEveryHead(repo.path());
+  RequireRefused(repo.Wb({"snapshots"}, "", fresh), "has no head");
+}
+
+TEST_CASE("head: forget on a repository made before heads seals its first head", "[head]") {
+  TempDir dir("head-before-forget");
+  RepoCli repo(dir);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);
+  RemoveEveryHead(repo.path());
+  const std::map<std::string, std::string> fresh = {{"WANBACKUP_SECURITY_DIR", dir / "fresh"}};
+  repo.Ok({"forget", "1", "--allow-empty-source"}, "", fresh);
+  CHECK(HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'")
+            .rfind("1 ", 0) == 0);
+  repo.Ok({"prune"}, "", fresh);
+  repo.Ok({"repair", "catalog"}, "", fresh);
+  const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}, "", fresh));
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["id"] == 2);
+  repo.Ok({"restore", "latest", "--to", dir / "out.img"}, "", fresh);
+  CHECK(SameFile(dir / "out.img", dir / "b.img"));
+}
