@@ -26,6 +26,8 @@ Status RunTrust(TrustOptions opts) {
   if (changes.empty()) {
     PrintInfo("repository " + repo->config().id + " at " + location +
               " is as this client knew it; nothing changed");
+  } else {
+    PrintInfo("repository " + repo->config().id + " at " + location + ":");
   }
   for (const std::string& c : changes)
     PrintInfo("trusted: " + c);

@@ -55,7 +55,8 @@ Status CheckUnencryptedUse(const RepoFlags& flags, const RepoFlags& resolved,
   if (!flags.insecure_no_encryption) {
     return Status::Corruption("repository " + path +
                               " is not encrypted: anyone who can write its storage can change "
-                              "what it restores; pass --insecure-no-encryption to use it anyway");
+                              "what it restores; " +
+                              flags.insecure_setting + " to use it anyway");
   }
   const char* env_pass = std::getenv("WANBACKUP_PASSWORD");
   const bool passphrase =
@@ -65,6 +66,27 @@ Status CheckUnencryptedUse(const RepoFlags& flags, const RepoFlags& resolved,
         "repository " + path + " is not encrypted and takes no passphrase or key file, yet " +
         (passphrase ? "a passphrase" : "a key file") +
         " was given (flag or environment): if it was encrypted, it has been replaced");
+  }
+  return Status::Ok();
+}
+
+// What config.json alone decides, before anything is unlocked, read or written: the id a job
+// config pins, the trust anchor's id, location and encryption, and the rules for an unencrypted
+// repository.
+Status CheckConfigBeforeUse(const RepoFlags& flags, const std::string& path,
+                            const pipeline::RepositoryConfig& config,
+                            const pipeline::TrustAnchorStore& anchors,
+                            const std::string& location) {
+  if (!flags.expected_repository_id.empty() && config.id != flags.expected_repository_id) {
+    return Status::Corruption("repository " + path + " has id " + config.id +
+                              ", but the config file pins repository_id " +
+                              flags.expected_repository_id + ": it is another repository");
+  }
+  if (!flags.skip_trust_checks) {
+    WB_RETURN_IF_ERROR(pipeline::CheckRepositoryIdentity(anchors, config, location));
+  }
+  if (config.mode == pipeline::EncryptionMode::kNone) {
+    WB_RETURN_IF_ERROR(CheckUnencryptedUse(flags, WithEnvironment(flags), path));
   }
   return Status::Ok();
 }
@@ -142,6 +164,13 @@ Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
   return first;
 }
 
+Status CheckRepositoryBeforeUse(const RepoFlags& flags) {
+  WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
+  WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
+  return CheckConfigBeforeUse(flags, path, config, anchors, pipeline::CanonicalLocation(path));
+}
+
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
                                                              pipeline::OpenMode mode,
                                                              pipeline::Credentials* used) {
@@ -155,19 +184,9 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
   const std::string location = pipeline::CanonicalLocation(path);
-  if (!flags.expected_repository_id.empty() && config.id != flags.expected_repository_id) {
-    return Status::Corruption("repository " + path + " has id " + config.id +
-                              ", but the config file pins repository_id " +
-                              flags.expected_repository_id);
-  }
-  if (!flags.skip_trust_checks) {
-    WB_RETURN_IF_ERROR(pipeline::CheckRepositoryIdentity(anchors, config, location));
-  }
+  WB_RETURN_IF_ERROR(CheckConfigBeforeUse(flags, path, config, anchors, location));
   pipeline::Credentials credentials;
   const RepoFlags resolved = WithEnvironment(flags);
-  if (config.mode == pipeline::EncryptionMode::kNone) {
-    WB_RETURN_IF_ERROR(CheckUnencryptedUse(flags, resolved, path));
-  }
   credentials.key_file = resolved.key_file;
   if (config.mode == pipeline::EncryptionMode::kPassphrase) {
     Result<Secret> passphrase = ReadPassphrase(resolved.password_file, "WANBACKUP_PASSWORD",

@@ -34,6 +34,8 @@ struct RepoFlags {
   // --insecure-no-encryption: an unencrypted repository is opened only with it (and with no
   // credentials at all: given some, it is not the repository they were meant for).
   bool insecure_no_encryption = false;
+  // How to give insecure_no_encryption, for the refusal's message.
+  std::string insecure_setting = "pass --insecure-no-encryption";
   // A job config's repository_id: a repository with another id is refused (empty: any).
   std::string expected_repository_id;
 };
@@ -48,6 +50,12 @@ Result<std::string> RepoPath(const RepoFlags& flags);
 // Reads a passphrase: `file`, else $`env_var`, else the terminal (asking twice when `confirm`).
 Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
                               const std::string& prompt, bool confirm);
+
+// What OpenRepository checks from config.json alone, before it unlocks anything: the pinned
+// id (expected_repository_id), the trust anchor's id and encryption for this location, and the
+// rules for an unencrypted repository. Corruption (exit 3) when one fails. `wanbackup run`
+// calls it before it reads or writes the repository's job history.
+Status CheckRepositoryBeforeUse(const RepoFlags& flags);
 
 // Opens the repository with the secrets `flags` and the environment name. With `used`, hands
 // back the credentials that unlocked it (key change re-wraps for the same passphrase). Every
