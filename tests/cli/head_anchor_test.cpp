@@ -71,9 +71,9 @@ void CopyCatalog(const std::string& from_repo, const std::string& to_dir) {
   fs::create_directories(to_dir);
   for (const char* suffix : {"", "-wal", "-shm"}) {
     const std::string name = std::string("catalog.db") + suffix;
-    fs::remove(to_dir + "/" + name);
-    if (fs::exists(from_repo + "/" + name))
-      fs::copy_file(from_repo + "/" + name, to_dir + "/" + name);
+    const fs::path from = fs::path(from_repo) / name, to = fs::path(to_dir) / name;
+    fs::remove(to);
+    if (fs::exists(from)) fs::copy_file(from, to);
   }
 }
 
@@ -328,9 +328,11 @@ void RemoveEveryHead(const std::string& repo) {
     const std::string pack = HeadTestPackPath(repo, name);
     REQUIRE(fs::file_size(pack) == end);  // the head is the pack's last record
     fs::resize_file(pack, offset);
-    Sql(db, "UPDATE packs SET size = " + std::to_string(offset) + " WHERE name = '" + name +
-                "'; DELETE FROM chunks WHERE kind = 4 AND offset = " + std::to_string(offset) +
-                " AND pack_id = (SELECT id FROM packs WHERE name = '" + name + "')");
+    std::string sql = "UPDATE packs SET size = " + std::to_string(offset);
+    sql += " WHERE name = '" + name + "'; DELETE FROM chunks WHERE kind = 4 AND offset = ";
+    sql += std::to_string(offset) + " AND pack_id = (SELECT id FROM packs WHERE name = '";
+    sql += name + "')";
+    Sql(db, sql);
   }
   Sql(db, "DELETE FROM settings WHERE key = 'head'");
 }

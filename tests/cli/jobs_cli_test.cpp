@@ -455,8 +455,9 @@ TEST_CASE(
     INFO((dry_run ? "run --dry-run" : "run"));
     const RunResult r = dry_run ? s.Wb({"run", "disk", "--dry-run"}) : s.Wb({"run", "disk"});
     CHECK(r.exit_code == 3);
-    CHECK(r.err.find("has id " + found + ", but the config file pins repository_id " + pinned) !=
-          std::string::npos);
+    std::string says = "has id " + found;
+    says += ", but the config file pins repository_id " + pinned;
+    CHECK(r.err.find(says) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
   CHECK(TreeContents(s.repo.path()) == before);  // not even the job history

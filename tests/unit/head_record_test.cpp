@@ -58,10 +58,10 @@ TEST_CASE("head record: malformed heads are Corruption, never a crash", "[head]"
            R"(, "written_unix_ms": 0, "snapshots": )" + snapshots + "}";
   };
   REQUIRE(Decode(head("1", "[" + snap + "]")).ok());
+  const std::string twice = "[" + snap + ", " + snap + "]";
   for (const std::string& bad :
        {head("0", "[]"), head("-1", "[]"), head("1.5", "[]"), head("\"1\"", "[]"), head("1", "{}"),
-        head("1", "[" + snap + ", " + snap + "]"),
-        head("1", R"([{"id": 0, "record": ")" + kHex + R"("}])"),
+        head("1", twice), head("1", R"([{"id": 0, "record": ")" + kHex + R"("}])"),
         head("1", R"([{"id": 2, "record": "abc"}])"), head("1", R"([{"id": 2}])"),
         std::string("[]"), std::string("{"), std::string(""), std::string("null")}) {
     INFO(bad);
