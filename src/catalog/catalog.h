@@ -29,7 +29,13 @@ inline constexpr uint64_t kMapSegmentChunks = 65536;
 inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
 
 // What a chunks row names (the pack record's kind, pipeline/record.h).
-enum class ChunkKind { kData = 0, kMapSegment = 1, kSnapshotRecord = 2, kForgetRecord = 3 };
+enum class ChunkKind {
+  kData = 0,
+  kMapSegment = 1,
+  kSnapshotRecord = 2,
+  kForgetRecord = 3,
+  kHeadRecord = 4,
+};
 
 struct ChunkRecord {
   int64_t id = 0;

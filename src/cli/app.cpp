@@ -25,7 +25,7 @@ constexpr RegisterFn kCommands[] = {
     RegisterInit,     RegisterSnapshot, RegisterSnapshots, RegisterRestore, RegisterReplicate,
     RegisterReplicas, RegisterVerify,   RegisterForget,    RegisterPrune,   RegisterRun,
     RegisterJobs,     RegisterSchedule, RegisterKey,       RegisterRepair,  RegisterMigrate,
-    RegisterProbe,    RegisterCopy,
+    RegisterTrust,    RegisterProbe,    RegisterCopy,
 };
 
 extern "C" void OnTerminationSignal(int signo) {

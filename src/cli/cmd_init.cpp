@@ -10,6 +10,8 @@
 #include "cli/internal/json_text.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
+#include "pipeline/repository_trust.h"
+#include "pipeline/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -19,7 +21,6 @@ struct InitCommandOptions {
   RepoFlags repo;
   std::string chunk_size = "4M";
   int compression = 3;
-  bool no_encryption = false;
   bool json = false;
 };
 
@@ -35,7 +36,7 @@ Status RunInit(InitCommandOptions opts) {
   WB_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(opts.chunk_size));
   init.chunk_size = static_cast<uint32_t>(std::min<uint64_t>(chunk, UINT32_MAX));
   init.zstd_level = opts.compression;
-  if (opts.no_encryption) {
+  if (opts.repo.insecure_no_encryption) {
     if (!opts.repo.key_file.empty() || !opts.repo.password_file.empty()) {
       return Status::InvalidArgument("--insecure-no-encryption takes no passphrase or key file");
     }
@@ -54,6 +55,10 @@ Status RunInit(InitCommandOptions opts) {
   }
   WB_RETURN_IF_ERROR(pipeline::Repository::Init(path, init));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  // This client made it: the location is this repository's from now on (repository_trust.h).
+  WB_RETURN_IF_ERROR(
+      pipeline::RecordNewRepository(pipeline::TrustAnchorStore(pipeline::DefaultSecurityDir()),
+                                    config, pipeline::CanonicalLocation(path)));
   if (opts.json) {
     nlohmann::json j = {{"repository", path},
                         {"id", config.id},
@@ -94,8 +99,6 @@ void RegisterInit(CLI::App& app, Runner* runner) {
   cmd->add_option("--compression", opts->compression, "zstd level, 0 (none) to 19")
       ->check(CLI::Range(0, 19))
       ->capture_default_str();
-  cmd->add_flag("--insecure-no-encryption", opts->no_encryption,
-                "store data unencrypted (digests still detect damage)");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   cmd->footer(
       "\nThe repository's data is encrypted with a random master key, itself kept encrypted\n"

@@ -1,6 +1,8 @@
 // wanbackup repair catalog: rebuild catalog.db from the packs alone.
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,21 @@ struct RepairCatalogOptions {
   bool json = false;
 };
 
+std::string IdList(const std::vector<int64_t>& ids) {
+  std::string text;
+  for (int64_t id : ids)
+    text += (text.empty() ? "" : " ") + std::to_string(id);
+  return text.empty() ? "none" : text;
+}
+
+// What a new head (RebuildReport::new_head) means for the operator.
+std::string LostLine(const pipeline::RebuildReport& r) {
+  return "the repository's newest head listed snapshot(s) " + IdList(r.lost) +
+         ", which could not be rebuilt and are gone; sealed a new head (counter " +
+         std::to_string(r.head_counter) + ") listing the " + std::to_string(r.snapshots.size()) +
+         " rebuilt snapshot(s)";
+}
+
 void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
   if (json) {
     nlohmann::json j = {{"complete", r.complete()},
@@ -31,6 +48,9 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                         {"torn_bytes", r.torn_bytes},
                         {"snapshots", r.snapshots},
                         {"problems", r.problems},
+                        {"head_counter", r.head_counter},
+                        {"new_head", r.new_head},
+                        {"lost", r.lost},
                         {"old_catalog", r.old_catalog},
                         {"seconds", seconds}};
     OutputJson(j, 2);
@@ -38,14 +58,13 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
   }
   for (const std::string& p : r.problems)
     PrintWarning(p);
-  std::string ids;
-  for (int64_t id : r.snapshots)
-    ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  const std::string ids = IdList(r.snapshots);
   PrintInfo("rebuilt the catalog from " + std::to_string(r.packs) + " packs in " +
             FormatDuration(std::chrono::duration_cast<std::chrono::nanoseconds>(
                 std::chrono::duration<double>(seconds))) +
             ": " + std::to_string(r.records) + " records, " + std::to_string(r.snapshots.size()) +
-            " snapshots (" + (ids.empty() ? "none" : ids) + ")");
+            " snapshots (" + ids + ")");
+  if (r.new_head) PrintWarning(LostLine(r));
   if (!r.old_catalog.empty()) PrintInfo("the old catalog is kept as " + r.old_catalog);
   PrintInfo("the job history is not in the packs and starts afresh; run 'wanbackup verify'");
 }
@@ -63,6 +82,10 @@ Status RunRepairCatalog(const RepairCatalogOptions& opts) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PrintReport(report, seconds, opts.json);
+  if (!report.lost.empty()) {
+    return Status::Corruption("the catalog was rebuilt, but snapshot(s) " + IdList(report.lost) +
+                              " are lost (listed above); the repository is usable again");
+  }
   if (!report.complete()) {
     return Status::Corruption("the catalog was rebuilt, but " +
                               std::to_string(report.problems.size()) +

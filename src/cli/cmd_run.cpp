@@ -91,6 +91,10 @@ void RegisterRun(CLI::App& app, Runner* runner) {
       "The config file names the repository and credential files (never secrets); see\n"
       "conf/wanbackup.toml.example and docs/operations.md. 'wanbackup schedule JOB' makes\n"
       "the systemd timer or crontab line that runs the job on its schedule.\n"
+      "In [repositories.NAME], repository_id = \"<32 hex digits>\" pins the repository: a run\n"
+      "that finds another id at its path stops with exit status 3 before it reads or writes\n"
+      "anything; insecure_no_encryption = true uses an unencrypted repository on purpose\n"
+      "(without it one is refused with exit status 3, as without --insecure-no-encryption).\n"
       "\nEXAMPLES:\n"
       "  wanbackup run db --dry-run\n"
       "  wanbackup run db --config /etc/wanbackup/wanbackup.toml --json");

@@ -32,6 +32,7 @@ void RegisterRun(CLI::App& app, Runner* runner);
 void RegisterSchedule(CLI::App& app, Runner* runner);
 void RegisterSnapshot(CLI::App& app, Runner* runner);
 void RegisterSnapshots(CLI::App& app, Runner* runner);
+void RegisterTrust(CLI::App& app, Runner* runner);
 void RegisterVerify(CLI::App& app, Runner* runner);
 
 }  // namespace wanbackup::cli

@@ -60,6 +60,10 @@ RepoFlags RepoFlagsFor(const jobs::RepositoryConfig& repo, const jobs::JobConfig
   flags.repo = repo.path;
   flags.password_file = repo.password_file;
   flags.key_file = repo.key_file;
+  flags.expected_repository_id = repo.repository_id;
+  flags.insecure_no_encryption = repo.insecure_no_encryption;
+  flags.insecure_setting =
+      "set insecure_no_encryption = true in [repositories." + repo.name + "] of the config file";
   flags.lock_wait = job.lock_wait;
   flags.lock_wait_setting = "lock_wait in the config file";
   flags.command = "run " + job.name;
@@ -335,15 +339,28 @@ Status AddFailure(const Status& so_far, const Status& failed, const std::string&
   return Status(worse ? failed.code() : so_far.code(), message);
 }
 
+// A repository that is not the one the config names (its pinned id, this client's trust
+// anchor, an unencrypted one not allowed) gets nothing written, not even the run's history.
+bool RefusedBeforeUse(const Context& ctx, JobOutcome* out) {
+  Status s = CheckRepositoryBeforeUse(ctx.repo);
+  if (s.ok()) return false;
+  out->status = s.WithContext("job " + ctx.job.name);
+  out->run.job = ctx.job.name;
+  out->run.status = "failed";
+  out->run.error = out->status.message();
+  return true;
+}
+
 }  // namespace
 
 JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
   const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
   Context ctx{config, job, RepoFlagsFor(repository, job), {}, {}, nullptr};
+  JobOutcome out;
+  if (RefusedBeforeUse(ctx, &out)) return out;
   RunHistory history(repository.path, HistoryBusyTimeout(job));
   ctx.history = history.Runs("", 1000000);
 
-  JobOutcome out;
   out.run.job = job.name;
   out.run.started_unix_ms = NowMs();
   out.run.status = "running";

@@ -10,6 +10,8 @@
 
 #include "cli/console.h"
 #include "common/units.h"
+#include "pipeline/repository_trust.h"
+#include "pipeline/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -44,6 +46,49 @@ Result<Secret> PromptSecret(const std::string& prompt) {
   Secret s = std::move(line).value();
   if (s.empty()) return Status::InvalidArgument("empty passphrase");
   return s;
+}
+
+// An unencrypted repository is used on purpose only, and never with secrets: a passphrase or
+// key file given for it means it is not the repository they were meant for (swapped in).
+Status CheckUnencryptedUse(const RepoFlags& flags, const RepoFlags& resolved,
+                           const std::string& path) {
+  if (!flags.insecure_no_encryption) {
+    return Status::Corruption("repository " + path +
+                              " is not encrypted: anyone who can write its storage can change "
+                              "what it restores; " +
+                              flags.insecure_setting + " to use it anyway");
+  }
+  const char* env_pass = std::getenv("WANBACKUP_PASSWORD");
+  const bool passphrase =
+      !resolved.password_file.empty() || (env_pass != nullptr && *env_pass != '\0');
+  if (passphrase || !resolved.key_file.empty()) {
+    return Status::Corruption(
+        "repository " + path + " is not encrypted and takes no passphrase or key file, yet " +
+        (passphrase ? "a passphrase" : "a key file") +
+        " was given (flag or environment): if it was encrypted, it has been replaced");
+  }
+  return Status::Ok();
+}
+
+// What config.json alone decides, before anything is unlocked, read or written: the id a job
+// config pins, the trust anchor's id, location and encryption, and the rules for an unencrypted
+// repository.
+Status CheckConfigBeforeUse(const RepoFlags& flags, const std::string& path,
+                            const pipeline::RepositoryConfig& config,
+                            const pipeline::TrustAnchorStore& anchors,
+                            const std::string& location) {
+  if (!flags.expected_repository_id.empty() && config.id != flags.expected_repository_id) {
+    return Status::Corruption("repository " + path + " has id " + config.id +
+                              ", but the config file pins repository_id " +
+                              flags.expected_repository_id + ": it is another repository");
+  }
+  if (!flags.skip_trust_checks) {
+    WB_RETURN_IF_ERROR(pipeline::CheckRepositoryIdentity(anchors, config, location));
+  }
+  if (config.mode == pipeline::EncryptionMode::kNone) {
+    WB_RETURN_IF_ERROR(CheckUnencryptedUse(flags, WithEnvironment(flags), path));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -83,6 +128,11 @@ void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
           },
           "DURATION"))
       ->group(group);
+  command
+      ->add_flag("--insecure-no-encryption", flags->insecure_no_encryption,
+                 "use a repository that is not encrypted (init: make one); without it one is "
+                 "refused with exit status 3")
+      ->group(group);
   flags->command = command->get_name();
   if (command->get_parent() != nullptr && command->get_parent()->get_parent() != nullptr) {
     flags->command = command->get_parent()->get_name() + " " + flags->command;
@@ -114,6 +164,13 @@ Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
   return first;
 }
 
+Status CheckRepositoryBeforeUse(const RepoFlags& flags) {
+  WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
+  WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
+  return CheckConfigBeforeUse(flags, path, config, anchors, pipeline::CanonicalLocation(path));
+}
+
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
                                                              pipeline::OpenMode mode,
                                                              pipeline::Credentials* used) {
@@ -125,6 +182,9 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   lock.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
   lock.wait_setting = flags.lock_wait_setting;
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
+  const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
+  const std::string location = pipeline::CanonicalLocation(path);
+  WB_RETURN_IF_ERROR(CheckConfigBeforeUse(flags, path, config, anchors, location));
   pipeline::Credentials credentials;
   const RepoFlags resolved = WithEnvironment(flags);
   credentials.key_file = resolved.key_file;
@@ -141,11 +201,17 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
     credentials.passphrase = std::move(*passphrase);
   }
   auto repo = pipeline::Repository::Open(path, credentials, mode, lock);
+  if (repo.ok() && !flags.skip_trust_checks) {
+    WB_RETURN_IF_ERROR(pipeline::CheckOpenedRepository(anchors, **repo, location,
+                                                       mode != pipeline::OpenMode::kRepair));
+  }
   if (repo.ok() && used != nullptr) *used = std::move(credentials);
-  if (repo.ok() && mode != pipeline::OpenMode::kRead &&
-      config.mode == pipeline::EncryptionMode::kNone) {
+  if (repo.ok() && config.mode == pipeline::EncryptionMode::kNone) {
     PrintWarning("repository " + path +
-                 " is NOT encrypted: anyone who can read its files can read the data");
+                 (mode != pipeline::OpenMode::kRead
+                      ? " is NOT encrypted: anyone who can read its files can read the data"
+                      : " is NOT encrypted: anyone who can write its files can change what it "
+                        "restores"));
   }
   return repo;
 }

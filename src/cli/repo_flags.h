@@ -6,6 +6,8 @@
 // ($WANBACKUP_KEY_FILE) for key-file repositories; for passphrase repositories --password-file
 // ($WANBACKUP_PASSWORD_FILE), then $WANBACKUP_PASSWORD, then a prompt on the terminal (echo off).
 // Without a terminal and none of these, a clear error instead of waiting for input.
+// An unencrypted repository needs --insecure-no-encryption and no secrets at all; every command
+// that opens one warns on stderr.
 #pragma once
 
 #include <memory>
@@ -27,6 +29,15 @@ struct RepoFlags {
   std::string lock_wait = "0";  // --lock-wait: how long to wait for another command's lock
   std::string lock_wait_setting = "--lock-wait";  // where lock_wait came from (for messages)
   std::string command;                            // the verb, named in the lock's holder line
+  // `wanbackup trust`: open without checking the repository against the trust anchor.
+  bool skip_trust_checks = false;
+  // --insecure-no-encryption: an unencrypted repository is opened only with it (and with no
+  // credentials at all: given some, it is not the repository they were meant for).
+  bool insecure_no_encryption = false;
+  // How to give insecure_no_encryption, for the refusal's message.
+  std::string insecure_setting = "pass --insecure-no-encryption";
+  // A job config's repository_id: a repository with another id is refused (empty: any).
+  std::string expected_repository_id;
 };
 
 void AddRepoFlags(CLI::App* command, RepoFlags* flags);
@@ -40,8 +51,16 @@ Result<std::string> RepoPath(const RepoFlags& flags);
 Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
                               const std::string& prompt, bool confirm);
 
+// What OpenRepository checks from config.json alone, before it unlocks anything: the pinned
+// id (expected_repository_id), the trust anchor's id and encryption for this location, and the
+// rules for an unencrypted repository. Corruption (exit 3) when one fails. `wanbackup run`
+// calls it before it reads or writes the repository's job history.
+Status CheckRepositoryBeforeUse(const RepoFlags& flags);
+
 // Opens the repository with the secrets `flags` and the environment name. With `used`, hands
-// back the credentials that unlocked it (key change re-wraps for the same passphrase).
+// back the credentials that unlocked it (key change re-wraps for the same passphrase). Every
+// repository passes the trust checks here (pipeline/repository_trust.h): its id, encryption and
+// key against this client's trust anchor, and its catalog against its sealed head.
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
                                                              pipeline::OpenMode mode,
                                                              pipeline::Credentials* used = nullptr);

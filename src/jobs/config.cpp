@@ -216,6 +216,26 @@ Status Source(const std::string& source) {
   return Status::Ok();
 }
 
+// config.json's repository_id, as `init` makes it: 32 lowercase hexadecimal digits.
+Status RepositoryId(const std::string& id) {
+  const bool ok = id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                  });
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument(
+      "must be a repository id: 32 lowercase hexadecimal digits, as 'wanbackup snapshots "
+      "--repo DIR' or config.json's repository_id shows it");
+}
+
+Handler Boolean(bool* out) {
+  return [out](const Place& at, const toml::node& node) -> Status {
+    const std::optional<bool> v = node.value_exact<bool>();
+    if (!v) return at.Error("must be true or false (without quotes)");
+    *out = *v;
+    return Status::Ok();
+  };
+}
+
 Handlers RepositoryHandlers(RepositoryConfig* r) {
   return {
       {"path", String(&r->path,
@@ -226,6 +246,8 @@ Handlers RepositoryHandlers(RepositoryConfig* r) {
                       })},
       {"password_file", SecretFile(&r->password_file)},
       {"key_file", SecretFile(&r->key_file)},
+      {"repository_id", String(&r->repository_id, RepositoryId)},
+      {"insecure_no_encryption", Boolean(&r->insecure_no_encryption)},
   };
 }
 
@@ -392,6 +414,11 @@ Status ReadRepositories(const std::string& file, const toml::node& node, Config*
     if (repo.path.empty()) return at.Error("missing key 'path'");
     if (!repo.password_file.empty() && !repo.key_file.empty()) {
       return at.Error("give password_file or key_file, not both");
+    }
+    if (repo.insecure_no_encryption && (!repo.password_file.empty() || !repo.key_file.empty())) {
+      return at.Error(
+          "insecure_no_encryption is for an unencrypted repository, which takes no "
+          "password_file or key_file");
     }
     config->repositories[name] = repo;
   }

@@ -30,6 +30,12 @@ struct RepositoryConfig {
   std::string path;
   std::string password_file;  // one of these two
   std::string key_file;
+  // The repository's id (config.json's repository_id, 32 hexadecimal digits): a repository
+  // with another id at `path` is refused before anything is read or written. Empty: any.
+  std::string repository_id;
+  // An unencrypted repository is used on purpose (--insecure-no-encryption); without it, one is
+  // refused. Takes no password_file or key_file.
+  bool insecure_no_encryption = false;
 };
 
 struct JobConfig {

@@ -9,9 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
+#include "pipeline/head.h"
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_record.h"
@@ -37,6 +40,8 @@ size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
       return kMaxSnapshotRecordSize;
     case RecordKind::kForget:
       return kMaxForgetRecordSize;
+    case RecordKind::kHead:
+      return kMaxHeadRecordSize;
   }
   return 0;
 }
@@ -52,6 +57,10 @@ class Rebuilder {
   Status IndexPack(const PackFile& pack);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
+  // Makes the catalog's head the newest in the packs, or, when it lists snapshots that were not
+  // rebuilt, a new head listing `rebuilt` (catalog_rebuild.h, RebuildReport::lost).
+  Status SettleHead(const std::vector<HeadEntry>& rebuilt);
+  Status WriteHead(const SealedHead& head);
   // False when the record was damaged (reported): its header's size cannot be trusted then.
   Result<bool> IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
                            uint64_t offset, const RecordHeader& h);
@@ -71,9 +80,10 @@ class Rebuilder {
     std::string where;
     SnapshotRecord record;
   };
-  std::vector<Sealed> sealed_;                        // in pack order
-  std::unordered_set<Digest, DigestHash> forgotten_;  // forget records' digests
-  int64_t max_id_ = 0;                                // largest snapshot id seen
+  std::vector<Sealed> sealed_;                         // in pack order
+  std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
+  int64_t max_id_ = 0;                                 // largest snapshot id seen
+  std::optional<std::pair<HeadRecord, Digest>> head_;  // the newest head seen
   std::vector<uint8_t> record_, plain_;
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
 };
@@ -147,6 +157,13 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
     } else {
       max_id_ = std::max(max_id_, r->info.id);
       sealed_.push_back(Sealed{id, read.digest, where, *r});
+    }
+  } else if (read.kind == RecordKind::kHead) {
+    // The newest head is the catalog's head again (head.h).
+    Result<HeadRecord> r = DecodeHeadRecord(plain_.data(), plain_.size());
+    if (r.ok() && r->repository_id == repo_.config().id &&
+        (!head_ || r->counter >= head_->first.counter)) {  // a tie: the later one was committed
+      head_.emplace(std::move(*r), read.digest);
     }
   } else if (read.kind == RecordKind::kForget) {
     Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
@@ -292,16 +309,67 @@ Result<RebuildReport> Rebuilder::Run() {
                                    " is left out");
       }
     }
-    for (const auto& [id, s] : by_id)
+    std::vector<HeadEntry> rebuilt;
+    for (const auto& [id, s] : by_id) {
+      // A snapshot sealed but in no head was never committed (killed before its final commit):
+      // the newest head decides, as the catalog did.
+      if (head_ && std::find(head_->first.snapshots.begin(), head_->first.snapshots.end(),
+                             HeadEntry{id, s->digest}) == head_->first.snapshots.end()) {
+        continue;
+      }
+      const size_t before = report_.snapshots.size();
       WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
+      if (report_.snapshots.size() > before) rebuilt.push_back(HeadEntry{id, s->digest});
+    }
     // New snapshots get ids above every id ever used, forgotten ones included.
     WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
+    WB_RETURN_IF_ERROR(SettleHead(rebuilt));
     WB_RETURN_IF_ERROR(txn->Commit());
     WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));
     catalog_.reset();  // closes it: the WAL is folded into the file
   }
   WB_RETURN_IF_ERROR(repo_.InstallCatalog(built, &report_.old_catalog));
+  if (report_.new_head) repo_.HeadCommitted(report_.head_counter);
   return report_;
+}
+
+Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
+  if (!head_) return Status::Ok();  // made before heads: the next writing command seals one
+  const HeadRecord& newest = head_->first;
+  report_.head_counter = newest.counter;
+  if (rebuilt == newest.snapshots) return RecordHead(*catalog_, newest, head_->second);
+  for (const HeadEntry& e : newest.snapshots) {
+    if (std::find(rebuilt.begin(), rebuilt.end(), e) == rebuilt.end()) {
+      report_.lost.push_back(e.id);
+    }
+  }
+  // The newest head has the highest counter in the packs (NoteSealed): one above it, so that
+  // no head in the packs outranks what was rebuilt.
+  const SealedHead head = SealHead(repo_, rebuilt, newest.counter + 1);
+  WB_RETURN_IF_ERROR(WriteHead(head));
+  report_.head_counter = head.record.counter;
+  report_.new_head = true;
+  return Status::Ok();
+}
+
+// Appends `head` to a pack of its own, makes it durable, and indexes it in the new catalog as
+// its newest head.
+Status Rebuilder::WriteHead(const SealedHead& head) {
+  std::string name;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo_.NewPackFile(&name));
+  WB_ASSIGN_OR_RETURN(const uint64_t offset, pack->Append(head.bytes.data(), head.bytes.size()));
+  WB_RETURN_IF_ERROR(pack->Sync());
+  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
+  WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
+  catalog::ChunkRecord row;
+  row.kind = catalog::ChunkKind::kHeadRecord;
+  row.digest = head.digest;
+  row.pack_id = pack_id;
+  row.offset = offset;
+  row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
+  row.raw_size = head.raw_size;
+  WB_RETURN_IF_ERROR(catalog_->AddChunk(row).status());
+  return RecordHead(*catalog_, head.record, head.digest);
 }
 
 }  // namespace

@@ -20,15 +20,23 @@ namespace wanbackup::pipeline {
 
 struct RebuildReport {
   uint64_t packs = 0;
-  uint64_t records = 0;               // authenticated records indexed
-  uint64_t duplicates = 0;            // records whose digest an earlier record already had
-  uint64_t damaged_records = 0;       // failed authentication; left out
-  uint64_t torn_bytes = 0;            // pack tails that are not whole records (interrupted writes)
-  std::vector<int64_t> snapshots;     // rebuilt, by id
-  std::vector<int64_t> forgotten;     // sealed, but named by a forget record: left out
+  uint64_t records = 0;            // authenticated records indexed
+  uint64_t duplicates = 0;         // records whose digest an earlier record already had
+  uint64_t damaged_records = 0;    // failed authentication; left out
+  uint64_t torn_bytes = 0;         // pack tails that are not whole records (interrupted writes)
+  std::vector<int64_t> snapshots;  // rebuilt, by id
+  std::vector<int64_t> forgotten;  // sealed, but named by a forget record: left out
+  // The repository's head (head.h) after the rebuild: its counter (0: the packs hold none, a
+  // repository made before heads) and whether the rebuild sealed it. When the newest head in
+  // the packs lists snapshots that could not be rebuilt, a new head with the next counter lists
+  // exactly what was rebuilt, so that the catalog matches its head again; `lost` names the
+  // snapshots the old head listed that are gone.
+  uint64_t head_counter = 0;
+  bool new_head = false;
+  std::vector<int64_t> lost;
   std::vector<std::string> problems;  // one line each: what was left out and why
   std::string old_catalog;            // where the replaced catalog was kept ("" if none)
-  bool complete() const { return damaged_records == 0 && problems.empty(); }
+  bool complete() const { return damaged_records == 0 && problems.empty() && lost.empty(); }
 };
 
 struct RebuildOptions {

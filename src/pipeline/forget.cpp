@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/failpoint.h"
+#include "pipeline/head.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_record.h"
 
@@ -37,9 +38,10 @@ Result<ForgetRecord> NameForgotten(catalog::Catalog& cat, const std::string& rep
   return record;
 }
 
-// Seals the record into a new pack, makes the pack durable, and indexes the record in the
-// catalog (in the caller's transaction). Returns the record's chunks row.
-Result<int64_t> WriteForgetRecord(Repository& repo, const ForgetRecord& record) {
+// Seals the record into a new pack with the head that follows it, makes the pack durable, and
+// indexes both in the catalog (in the caller's transaction). Returns the record's chunks row.
+Result<int64_t> WriteForgetRecord(Repository& repo, const ForgetRecord& record,
+                                  const SealedHead& head) {
   catalog::Catalog& cat = repo.catalog();
   const std::string plain = EncodeForgetRecord(record);
   RecordCodec codec(repo.keys(), repo.config().zstd_level);
@@ -49,9 +51,20 @@ Result<int64_t> WriteForgetRecord(Repository& repo, const ForgetRecord& record) 
   int64_t pack_id = 0;
   WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo.NewPack(&pack_id));
   WB_ASSIGN_OR_RETURN(const uint64_t offset, pack->Append(sealed.data(), sealed.size()));
-  // The record is durable before the catalog forgets anything (docs/durability.md).
+  WB_ASSIGN_OR_RETURN(const uint64_t head_offset,
+                      pack->Append(head.bytes.data(), head.bytes.size()));
+  // The records are durable before the catalog forgets anything (docs/durability.md).
   WB_RETURN_IF_ERROR(pack->Sync());
   WB_RETURN_IF_ERROR(cat.SetPackSize(pack_id, pack->size()));
+  catalog::ChunkRecord head_row;
+  head_row.kind = catalog::ChunkKind::kHeadRecord;
+  head_row.digest = head.digest;
+  head_row.pack_id = pack_id;
+  head_row.offset = head_offset;
+  head_row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
+  head_row.raw_size = head.raw_size;
+  WB_RETURN_IF_ERROR(cat.AddChunk(head_row).status());
+  WB_RETURN_IF_ERROR(RecordHead(cat, head.record, head.digest));
   catalog::ChunkRecord row;
   row.kind = catalog::ChunkKind::kForgetRecord;
   row.digest = digest;
@@ -87,12 +100,20 @@ Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
     outcome.upgraded_format = true;
   }
   WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
-  WB_ASSIGN_OR_RETURN(outcome.record_id, WriteForgetRecord(repo, record));
+  // The head that follows: the catalog's set without the forgotten snapshots.
+  WB_ASSIGN_OR_RETURN(std::vector<HeadEntry> set, CatalogSnapshotSet(cat));
+  std::erase_if(set, [&](const HeadEntry& e) {
+    return std::any_of(snapshots.begin(), snapshots.end(),
+                       [&](const catalog::SnapshotInfo& s) { return s.id == e.id; });
+  });
+  WB_ASSIGN_OR_RETURN(const SealedHead head, SealNextHead(repo, std::move(set)));
+  WB_ASSIGN_OR_RETURN(outcome.record_id, WriteForgetRecord(repo, record, head));
   for (const catalog::SnapshotInfo& s : snapshots)
     WB_RETURN_IF_ERROR(cat.DeleteSnapshot(s.id));
   WB_RETURN_IF_ERROR(RaiseSnapshotIdFloor(cat, record));
   WB_FAILPOINT("forget.before-commit");
   WB_RETURN_IF_ERROR(txn->Commit());
+  repo.HeadCommitted(head.record.counter);
   WB_FAILPOINT("forget.after-commit");
   return outcome;
 }

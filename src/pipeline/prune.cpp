@@ -6,6 +6,7 @@
 
 #include "common/cancel.h"
 #include "common/failpoint.h"
+#include "pipeline/head.h"
 #include "pipeline/pack.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_check.h"
@@ -24,6 +25,8 @@ size_t MaxRaw(catalog::ChunkKind kind, uint32_t chunk_size) {
       return kMaxSnapshotRecordSize;
     case catalog::ChunkKind::kForgetRecord:
       return kMaxForgetRecordSize;
+    case catalog::ChunkKind::kHeadRecord:
+      return kMaxHeadRecordSize;
   }
   return 0;
 }
@@ -98,6 +101,9 @@ Status Pruner::MarkLive() {
     live_[static_cast<size_t>(id)] = true;
     return Status::Ok();
   };
+  // The newest head stays; the heads before it are replaced (head.h).
+  WB_ASSIGN_OR_RETURN(const std::optional<int64_t> head, CatalogHeadRow(cat_));
+  if (head) WB_RETURN_IF_ERROR(mark(*head, 0));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> snapshots, cat_.Snapshots(false));
   report_.snapshots = snapshots.size();
   for (const catalog::SnapshotInfo& s : snapshots) {

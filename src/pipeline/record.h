@@ -29,8 +29,9 @@ enum class RecordKind : uint8_t {
   kMapSegment = 1,  // part of a snapshot's chunk map (snapshot_record.h)
   kSnapshot = 2,    // a snapshot's metadata and the list of its map segments
   kForget = 3,      // snapshots forgotten: their sealed records no longer count (format 3)
+  kHead = 4,        // the current snapshot set, with a counter that only grows (head_record.h)
 };
-inline constexpr uint8_t kMaxRecordKind = 3;
+inline constexpr uint8_t kMaxRecordKind = 4;
 
 struct RecordHeader {
   uint8_t flags = 0;

@@ -578,11 +578,16 @@ std::string Repository::PackPath(const std::string& name) const {
   return store_->Describe(name);
 }
 
-Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
+Result<std::unique_ptr<PackWriter>> Repository::NewPackFile(std::string* name) {
   uint8_t raw[16];
   randombytes_buf(raw, sizeof raw);
-  const std::string name = ToHex(raw, sizeof raw);
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer, store_->Create(name, config_.id));
+  *name = ToHex(raw, sizeof raw);
+  return store_->Create(*name, config_.id);
+}
+
+Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
+  std::string name;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer, NewPackFile(&name));
   WB_ASSIGN_OR_RETURN(*pack_id, catalog_->AddPack(name));
   std::lock_guard<std::mutex> lock(packs_mu_);
   pack_names_[*pack_id] = name;

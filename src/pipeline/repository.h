@@ -7,6 +7,7 @@
 // and Pack() are thread-safe; catalog() belongs to the thread that opened the repository.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,6 +113,8 @@ class Repository {
   Status OpenLegacyCatalog();
   // A new pack with a random name, registered in the catalog (in the caller's transaction).
   Result<std::unique_ptr<PackWriter>> NewPack(int64_t* pack_id);
+  // A new pack with a random name (in *name), in no catalog yet (repair catalog's new head).
+  Result<std::unique_ptr<PackWriter>> NewPackFile(std::string* name);
   // A reader of the pack, its header checked (cached; thread-safe). Packs the catalog gained
   // after opening need LoadPacks() first.
   Result<const PackReader*> Pack(int64_t pack_id);
@@ -127,6 +130,15 @@ class Repository {
   // REQUIRES: opened with kWrite.
   Status ChangeKey(EncryptionMode mode, const Credentials& credentials,
                    const std::optional<KdfParams>& kdf = std::nullopt);
+  // Heads (head.h): a command that committed a new head calls HeadCommitted with its counter,
+  // after the commit; the trust anchor (trust_anchor.h) listens, to remember the highest counter.
+  void set_head_listener(std::function<void(uint64_t)> listener) {
+    head_listener_ = std::move(listener);
+  }
+  void HeadCommitted(uint64_t counter) const {
+    if (head_listener_) head_listener_(counter);
+  }
+
   // The Argon2id cost a passphrase gets when none is asked for: the current one, or, under a key
   // file, the highest an earlier passphrase had (at least the defaults).
   Result<KdfParams> PassphraseCost();
@@ -153,6 +165,7 @@ class Repository {
   std::unique_ptr<PackStore> store_;
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)
   std::unordered_map<int64_t, std::string> pack_names_;                    // GUARDED_BY(packs_mu_)
+  std::function<void(uint64_t)> head_listener_;
 };
 
 // "passphrase", "keyfile", "none".

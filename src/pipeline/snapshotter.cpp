@@ -15,6 +15,7 @@
 #include "common/failpoint.h"
 #include "common/text.h"
 #include "pipeline/deallocation.h"
+#include "pipeline/head.h"
 #include "pipeline/pack_store.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_sealer.h"
@@ -577,13 +578,20 @@ Status Snapshotter::SealSnapshot() {
   info_.status = catalog::SnapshotStatus::kComplete;
   const uint64_t bytes_stored = info_.bytes_stored;
   WB_ASSIGN_OR_RETURN(const int64_t record_id, sealer_->Finish(repo_.config().id, info_));
-  info_.bytes_stored = bytes_stored;  // as sealed: the record cannot count its own bytes
+  // The new head (head.h) goes into the same pack, under the same fsync and commit.
+  WB_ASSIGN_OR_RETURN(const catalog::ChunkRecord sealed, catalog_.GetChunk(record_id));
+  WB_ASSIGN_OR_RETURN(const SealedHead head, SealHeadAdding(repo_, {info_.id, sealed.digest}));
+  WB_RETURN_IF_ERROR(
+      StoreRecord(head.bytes, head.digest, RecordKind::kHead, head.raw_size).status());
+  info_.bytes_stored = bytes_stored;  // as sealed: the records cannot count their own bytes
   WB_FAILPOINT("snapshot.before-finish");
   WB_RETURN_IF_ERROR(SyncPack());
   info_.record_id = record_id;
   WB_RETURN_IF_ERROR(catalog_.FinishSnapshot(info_));
+  WB_RETURN_IF_ERROR(RecordHead(catalog_, head.record, head.digest));
   WB_RETURN_IF_ERROR(txn_->Commit());
   txn_.reset();
+  repo_.HeadCommitted(head.record.counter);
   WB_FAILPOINT("snapshot.after-finish");
   return Status::Ok();
 }

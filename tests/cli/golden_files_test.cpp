@@ -51,7 +51,8 @@ TEST_CASE("golden: every command's --help is exactly its golden text", "[cli][go
       {},          {"init"},  {"snapshot"},      {"snapshots"}, {"restore"},
       {"verify"},  {"key"},   {"key", "change"}, {"repair"},    {"repair", "catalog"},
       {"migrate"}, {"probe"}, {"copy"},          {"forget"},    {"prune"},
-      {"run"},     {"jobs"},  {"schedule"},      {"replicate"}, {"replicas"}};
+      {"run"},     {"jobs"},  {"schedule"},      {"replicate"}, {"replicas"},
+      {"trust"}};
   for (const auto& command : commands) {
     std::string name = "wanbackup";
     for (const std::string& word : command)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -422,5 +423,77 @@ TEST_CASE("run --dry-run: refuses what the run would refuse", "[jobs]") {
   CHECK(metrics.err.find("textfile: " + s.dir / "missing" + " does not exist") !=
         std::string::npos);
 }
+
+TEST_CASE(
+    "run: a repository_id pin refuses a repository swapped in at the path: exit 3, nothing "
+    "written",
+    "[jobs]") {
+  JobSetup s;
+  WriteNoiseImage(s.image, 1, 2);
+  const std::string pinned =
+      nlohmann::json::parse(std::ifstream(s.repo.path() + "/config.json"))["repository_id"];
+  const auto write = [&] {
+    std::ofstream(s.config) << "[repositories.main]\npath = \"" << s.repo.path()
+                            << "\"\nkey_file = \"" << s.repo.key() << "\"\nrepository_id = \""
+                            << pinned << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                            << s.image << "\"\n";
+    REQUIRE(::chmod(s.config.c_str(), 0600) == 0);
+  };
+  write();
+  CHECK(s.Json({"run", "disk"})["status"] == "ok");  // the pinned repository itself: runs
+
+  // Another repository at the same path, with the same key file (a restore of the wrong
+  // backup disk, a mount of another repository's volume): this client's anchor takes a
+  // repository that init made here, the pin does not.
+  std::filesystem::remove_all(s.repo.path());
+  s.repo.Ok({"init", "--key-file", s.repo.key(), "--chunk-size", "64K"});
+  const std::string found =
+      nlohmann::json::parse(std::ifstream(s.repo.path() + "/config.json"))["repository_id"];
+  REQUIRE(found != pinned);
+  const auto before = TreeContents(s.repo.path());
+  for (const bool dry_run : {false, true}) {
+    INFO((dry_run ? "run --dry-run" : "run"));
+    const RunResult r = dry_run ? s.Wb({"run", "disk", "--dry-run"}) : s.Wb({"run", "disk"});
+    CHECK(r.exit_code == 3);
+    std::string says = "has id " + found;
+    says += ", but the config file pins repository_id " + pinned;
+    CHECK(r.err.find(says) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK(TreeContents(s.repo.path()) == before);  // not even the job history
+}
+
+TEST_CASE("run: an unencrypted repository needs insecure_no_encryption in the config", "[jobs]") {
+  TempDir dir("jobs-plain");
+  RepoCli repo(dir);
+  const std::map<std::string, std::string> none = {{"WANBACKUP_KEY_FILE", ""}};
+  repo.Ok({"init", "--insecure-no-encryption", "--chunk-size", "64K"}, "", none);
+  WriteNoiseImage(dir / "disk.img", 1, 2);
+  const std::string config = dir / "wanbackup.toml";
+  const auto write = [&](const std::string& repo_keys) {
+    std::ofstream(config) << "[repositories.main]\npath = \"" << repo.path() << "\"\n"
+                          << repo_keys << "\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                          << (dir / "disk.img") << "\"\n";
+    REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  };
+  write("");
+  const auto before = TreeContents(repo.path());
+  const RunResult refused = repo.Wb({"run", "disk", "--config", config}, "", none);
+  INFO(refused.err);
+  CHECK(refused.exit_code == 3);
+  CHECK(refused.err.find("is not encrypted") != std::string::npos);
+  CHECK(refused.err.find("insecure_no_encryption = true in [repositories.main]") !=
+        std::string::npos);
+  CHECK(TreeContents(repo.path()) == before);
+
+  write("insecure_no_encryption = true\n");
+  const RunResult ran = repo.Wb({"run", "disk", "--config", config}, "", none);
+  INFO(ran.err);
+  CHECK(ran.exit_code == 0);
+  CHECK(ran.err.find("NOT encrypted") != std::string::npos);  // and it still warns
+  repo.Ok({"restore", "latest", "--to", dir / "back.img", "--insecure-no-encryption"}, "", none);
+  CHECK(SameFile(dir / "back.img", dir / "disk.img"));
+}
+
 }  // namespace
 }  // namespace wanbackup::testing

@@ -167,6 +167,10 @@ TEST_CASE("read-only repository: a directory its reader may not write is read al
   const std::string out_dir = s.dir / "out";
   REQUIRE(::mkdir(out_dir.c_str(), 0755) == 0);
   REQUIRE(::chown(out_dir.c_str(), kOtherUid, kOtherGid) == 0);
+  // The other user's own trust anchors (each user keeps theirs): this process's are root's.
+  const std::string anchors = s.dir / "their-anchors";
+  REQUIRE(::mkdir(anchors.c_str(), 0700) == 0);
+  REQUIRE(::chown(anchors.c_str(), kOtherUid, kOtherGid) == 0);
   const auto before = TreeContents(s.repo.path());
   ReadsWork(
       s, s.repo.path(),
@@ -174,6 +178,7 @@ TEST_CASE("read-only repository: a directory its reader may not write is read al
         args.insert(args.begin(), WB_WANBACKUP_BIN);
         RunOptions o;
         o.env["WANBACKUP_KEY_FILE"] = s.repo.key();
+        o.env["WANBACKUP_SECURITY_DIR"] = anchors;
         o.timeout = std::chrono::seconds(120);
         return Run(AsOtherUserArgv(std::move(args)), o);
       },

@@ -96,6 +96,20 @@ bool WaitStopped(pid_t pid, std::chrono::seconds limit) {
   return false;
 }
 
+// The path of the repository's first pack (the catalog's lowest pack id).
+std::string AttackOldestPack(const RepoCli& repo) {
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(repo.catalog().c_str(), &handle) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle, "SELECT name FROM packs ORDER BY id LIMIT 1", -1, &st,
+                             nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(handle);
+  return repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
+}
+
 // Two snapshots of image a (4 chunks, chunk 1 zeros; the second with chunk 3 changed).
 void TwoSnapshots(const RepoCli& repo) {
   const TempDir& dir = repo.dir();
@@ -234,11 +248,21 @@ TEST_CASE("storage attack: a config.json turned back to format 1 is refused, and
     CHECK(list.exit_code != 0);
   }
 
+  // This client saw the repository's head: a repository without one (as format 1 would be) is
+  // refused by its trust anchor before migrate looks at anything.
   RunResult migrate = repo.Wb({"migrate"});
   INFO("migrate: " << migrate.err);
   CHECK(migrate.exit_code == 3);
-  CHECK(migrate.err.find("downgraded") != std::string::npos);
-  CHECK(migrate.err.find("--assume-format-1") != std::string::npos);
+  CHECK(migrate.err.find("this client saw head 2") != std::string::npos);
+  CHECK(TreeContents(repo.path() + "/packs") == packs);
+  // A client that never used it (another host, an anchor directory lost) has only migrate's
+  // own checks: the sealed records in the packs give the downgrade away.
+  RunResult fresh =
+      repo.Wb({"migrate"}, "", {{"WANBACKUP_SECURITY_DIR", dir / "fresh-client-anchors"}});
+  INFO("migrate, fresh client: " << fresh.err);
+  CHECK(fresh.exit_code == 3);
+  CHECK(fresh.err.find("downgraded") != std::string::npos);
+  CHECK(fresh.err.find("--assume-format-1") != std::string::npos);
   // Nothing sealed from the catalog's word, config.json untouched.
   CHECK(TreeContents(repo.path() + "/packs") == packs);
   CHECK(nlohmann::json::parse(std::ifstream(config))["format"] == 1);
@@ -249,18 +273,20 @@ TEST_CASE("storage attack: a snapshot is never completed on a chunk whose pack i
   TempDir dir("pack-gone");
   RepoCli repo(dir);
   WriteNoiseImage(dir / "a.img", 1, 3);
+  WriteNoiseImage(dir / "b.img", 2, 3);
   repo.Ok({"init", "--key-file", repo.key()});
   repo.Ok({"snapshot", dir / "a.img"});
-  for (const auto& e : std::filesystem::recursive_directory_iterator(repo.path() + "/packs")) {
-    if (e.is_regular_file()) std::filesystem::remove(e.path());
-  }
+  repo.Ok({"snapshot", dir / "b.img"});
+  // The oldest pack (a.img's chunks) removed; the newest, with the head, is still there, so
+  // the repository opens and a new snapshot of a.img finds its chunks by dedup.
+  REQUIRE(std::filesystem::remove(AttackOldestPack(repo)));
   RunResult again = repo.Wb({"snapshot", dir / "a.img", "--json"});
   INFO("snapshot: " << again.err);
   CHECK(again.exit_code == 3);
   CHECK(again.err.find("gone") != std::string::npos);
   const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
   for (const auto& s : listed) {
-    if (s["id"] != 1) CHECK(s["status"] != "complete");
+    if (s["id"] != 1 && s["id"] != 2) CHECK(s["status"] != "complete");
   }
 }
 
@@ -276,16 +302,7 @@ TEST_CASE("storage attack: one forged record header is skipped by repair catalog
   repo.Ok({"snapshot", dir / "big.img"});
   repo.Ok({"snapshot", dir / "b.img"});
   const std::string db = repo.catalog();
-  sqlite3* handle = nullptr;
-  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(handle, "SELECT name FROM packs ORDER BY id LIMIT 1", -1, &st,
-                             nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(handle);
-  const std::string pack = repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
+  const std::string pack = AttackOldestPack(repo);
   REQUIRE(std::filesystem::file_size(pack) > 75'000'000);
 
   // The first record's header, forged with a valid CRC: a chunk of 70 MB.
@@ -303,9 +320,14 @@ TEST_CASE("storage attack: one forged record header is skipped by repair catalog
   INFO("repair: " << repair.out << repair.err);
   CHECK(repair.exit_code == 3);  // a damaged record and a snapshot not rebuilt are reported
   CHECK(repair.err.find("snapshot 1") != std::string::npos);
-  // Everything else was rebuilt: snapshot 2 restores.
+  // The head listed snapshot 1 too: repair sealed a new one without it, and says so.
+  CHECK(repair.err.find("listed snapshot(s) 1, which could not be rebuilt") != std::string::npos);
+  // Everything else was rebuilt and the repository goes on: snapshot 2 restores, a new one is
+  // taken.
   repo.Ok({"restore", "2", "--to", dir / "b-restored.img"});
   CHECK(SameFile(dir / "b-restored.img", dir / "b.img"));
+  repo.Ok({"snapshot", dir / "b.img"});
+  repo.Ok({"snapshots"});
 }
 
 TEST_CASE("storage attack: config.json's code is compared as bytes, whatever its hex case",

@@ -299,12 +299,16 @@ TEST_CASE("repository: key-file and unencrypted repositories work end to end",
 
   const std::string plain = s.dir + "/plain";
   REQUIRE(Local({"init", plain, "--insecure-no-encryption"}, RunOptions{}).exit_code == 0);
-  Json(Local({"snapshot", image, "--repo", plain, "--json"}, RunOptions{}));
-  Json(Local({"restore", "latest", "--to", s.dir + "/p.img", "--repo", plain, "--json"},
+  Json(Local({"snapshot", image, "--repo", plain, "--json", "--insecure-no-encryption"},
+             RunOptions{}));
+  Json(Local({"restore", "latest", "--to", s.dir + "/p.img", "--repo", plain, "--json",
+              "--insecure-no-encryption"},
              RunOptions{}));
   CHECK(SameFile(s.dir + "/p.img", image));
   DamagePack(plain);
-  CHECK(Local({"verify", "--repo", plain}, RunOptions{}).exit_code == 3);  // digests still catch it
+  // Digests still catch it.
+  CHECK(Local({"verify", "--repo", plain, "--insecure-no-encryption"}, RunOptions{}).exit_code ==
+        3);
 }
 
 TEST_CASE("repository: two snapshots at once: the second is refused with a clear message",

@@ -35,7 +35,7 @@ RunResult RepoCli::Wb(std::vector<std::string> args, const std::string& passphra
   o.env = env;
   o.env["WANBACKUP_REPO"] = path_;
   if (passphrase.empty()) {
-    o.env["WANBACKUP_KEY_FILE"] = key_;
+    o.env.emplace("WANBACKUP_KEY_FILE", key_);  // unless `env` names one (or "": none)
   } else {
     o.env["WANBACKUP_PASSWORD"] = passphrase;
   }

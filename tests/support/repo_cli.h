@@ -34,7 +34,8 @@ struct ScratchRepo {
 class RepoCli {
  public:
   // A repository at dir/repo, unlocked with the key file dir/repo.key (no Argon2 per command)
-  // or, when a passphrase is given to Wb/Ok, with it.
+  // or, when a passphrase is given to Wb/Ok, with it. `env` {WANBACKUP_KEY_FILE: ""} gives no
+  // credentials at all (an unencrypted repository refuses any).
   explicit RepoCli(const TempDir& dir) : dir_(dir), path_(dir / "repo"), key_(dir / "repo.key") {}
 
   RunResult Wb(std::vector<std::string> args, const std::string& passphrase = "",

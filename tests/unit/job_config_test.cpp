@@ -254,5 +254,43 @@ TEST_CASE("job config: a schedule that can no longer elapse is a warning for tha
         std::string::npos);
 }
 
+TEST_CASE("job config: repository_id pins the repository, 32 lowercase hex digits", "[config]") {
+  ConfigDir d;
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  Result<Config> c = d.Load("[repositories.main]\npath = \"/srv/backup/main\"\npassword_file = \"" +
+                            d.pass + "\"\nrepository_id = \"" + id + "\"\n\n" + d.Job());
+  REQUIRE(c.ok());
+  CHECK(c->repositories.at("main").repository_id == id);
+  CHECK_FALSE(c->repositories.at("main").insecure_no_encryption);
+  // Without the key: any id.
+  Result<Config> any = d.Load(d.Repos() + d.Job());
+  REQUIRE(any.ok());
+  CHECK(any->repositories.at("main").repository_id.empty());
+  for (const std::string bad : {"0123456789ABCDEF0123456789ABCDEF", "0123", "not an id",
+                                "0123456789abcdef0123456789abcdef0"}) {
+    INFO(bad);
+    CHECK(d.Refused(d.Repos() + "repository_id = \"" + bad + "\"\n\n" + d.Job())
+              .find(":5: repositories.main.repository_id: must be a repository id") !=
+          std::string::npos);
+  }
+  CHECK(d.Refused(d.Repos() + "repository_id = 12\n\n" + d.Job())
+            .find(":5: repositories.main.repository_id: must be a string") != std::string::npos);
+}
+
+TEST_CASE("job config: insecure_no_encryption is a boolean, for a repository without credentials",
+          "[config]") {
+  ConfigDir d;
+  const std::string plain = "[repositories.main]\npath = \"/srv/backup/main\"\n";
+  Result<Config> c = d.Load(plain + "insecure_no_encryption = true\n\n" + d.Job());
+  REQUIRE(c.ok());
+  CHECK(c->repositories.at("main").insecure_no_encryption);
+  CHECK(d.Refused(plain + "insecure_no_encryption = \"yes\"\n\n" + d.Job()) ==
+        d.config +
+            ":3: repositories.main.insecure_no_encryption: must be true or false (without "
+            "quotes)");
+  CHECK(d.Refused(d.Repos() + "insecure_no_encryption = true\n\n" + d.Job())
+            .find("takes no password_file or key_file") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace wanbackup::jobs
