@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +27,6 @@ using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::SameFile;
 using wanbackup::testing::ScratchRepo;
-using wanbackup::testing::WithPass;
 
 namespace {
 
@@ -46,6 +46,15 @@ void MakeNoiseImage(const std::string& path, uint64_t seed, size_t chunks) {
     out.write(reinterpret_cast<const char*>(chunk.data()),
               static_cast<std::streamsize>(chunk.size() * sizeof(uint64_t)));
   }
+}
+
+// These tests unlock with a key file next to the repository: with a passphrase every command
+// ran Argon2 (about half a second each, dozens per test).
+RunOptions Keyed(const std::string& repo) {
+  RunOptions o;
+  o.env["WANBACKUP_KEY_FILE"] = repo + ".key";
+  o.timeout = std::chrono::seconds(120);
+  return o;
 }
 
 // A failed run: a clean error (exit 1, not a signal or a sanitizer report), one line saying why.
@@ -83,32 +92,34 @@ TEST_CASE(
   for (const char* point : {"pack.fdatasync:1", "pack.fdatasync:2", "pack.fdatasync:4"}) {
     INFO("failing " << point);
     ScratchRepo s{"faulttest"};
-    Json(Local({"init", s.repo, "--json"}));
+    Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
     const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
     MakeNoiseImage(before, 1, 4);
     MakeNoiseImage(image, 2, 9);
-    Json(Local({"snapshot", before, "--repo", s.repo, "--json"}));
-    const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}).out;
+    Json(Local({"snapshot", before, "--repo", s.repo, "--json"}, Keyed(s.repo)));
+    const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}, Keyed(s.repo)).out;
 
-    RunOptions fail = WithPass();
+    RunOptions fail = Keyed(s.repo);
     fail.env["WANBACKUP_FAIL"] = point;
     CheckCleanFailure(
         Local({"snapshot", image, "--repo", s.repo, "--checkpoint-bytes", "1M", "-q"}, fail));
 
-    CHECK(Local({"snapshots", "--repo", s.repo, "--json"}).out == listed);
-    Json(Local({"verify", "--repo", s.repo, "--json"}));
-    Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
+    CHECK(Local({"snapshots", "--repo", s.repo, "--json"}, Keyed(s.repo)).out == listed);
+    Json(Local({"verify", "--repo", s.repo, "--json"}, Keyed(s.repo)));
+    Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"},
+               Keyed(s.repo)));
     CHECK(SameFile(s.dir + "/before-out.img", before));
 
-    auto next = Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
+    auto next = Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
     if (std::string(point) == "pack.fdatasync:1") {
       // The first sync failed: no chunk of the failed run was committed (a retried sync that
       // "succeeded" would have committed some), so the next run stores all 6 again.
       CHECK(next["chunks_new"].get<int>() == 6);
     }
-    Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"}));
+    Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"},
+               Keyed(s.repo)));
     CHECK(SameFile(s.dir + "/out.img", image));
-    Json(Local({"verify", "--repo", s.repo, "--json"}));
+    Json(Local({"verify", "--repo", s.repo, "--json"}, Keyed(s.repo)));
   }
 }
 
@@ -118,25 +129,27 @@ TEST_CASE("fault: a failed catalog BEGIN or COMMIT ends the snapshot with a clea
                             "catalog.commit:1", "catalog.commit:2", "catalog.commit:3"}) {
     INFO("failing " << point);
     ScratchRepo s{"faulttest"};
-    Json(Local({"init", s.repo, "--json"}));
+    Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
     const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
     MakeNoiseImage(before, 3, 4);
     MakeNoiseImage(image, 4, 9);
-    Json(Local({"snapshot", before, "--repo", s.repo, "--json"}));
-    const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}).out;
+    Json(Local({"snapshot", before, "--repo", s.repo, "--json"}, Keyed(s.repo)));
+    const std::string listed = Local({"snapshots", "--repo", s.repo, "--json"}, Keyed(s.repo)).out;
 
-    RunOptions fail = WithPass();
+    RunOptions fail = Keyed(s.repo);
     fail.env["WANBACKUP_FAIL"] = point;
     CheckCleanFailure(
         Local({"snapshot", image, "--repo", s.repo, "--checkpoint-bytes", "1M", "-q"}, fail));
 
-    CHECK(Local({"snapshots", "--repo", s.repo, "--json"}).out == listed);
-    Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"}));
+    CHECK(Local({"snapshots", "--repo", s.repo, "--json"}, Keyed(s.repo)).out == listed);
+    Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", s.repo, "--json"},
+               Keyed(s.repo)));
     CHECK(SameFile(s.dir + "/before-out.img", before));
-    Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
-    Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"}));
+    Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
+    Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", s.repo, "--json"},
+               Keyed(s.repo)));
     CHECK(SameFile(s.dir + "/out.img", image));
-    Json(Local({"verify", "--repo", s.repo, "--json"}));
+    Json(Local({"verify", "--repo", s.repo, "--json"}, Keyed(s.repo)));
   }
 }
 
@@ -147,27 +160,30 @@ TEST_CASE(
   ScratchRepo s{"faulttest"};
   Tmpfs disk(s.dir + "/disk", "24M");
   const std::string repo = disk.path + "/repo";
-  Json(Local({"init", repo, "--json"}));
+  Json(Local({"init", repo, "--key-file", repo + ".key", "--json"}, Keyed(repo)));
   const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
   MakeNoiseImage(before, 5, 4);  // 12 MiB of noise: fits
   MakeNoiseImage(image, 6, 9);   // 24 MiB more: does not
-  Json(Local({"snapshot", before, "--repo", repo, "--json"}));
-  const std::string listed = Local({"snapshots", "--repo", repo, "--json"}).out;
+  Json(Local({"snapshot", before, "--repo", repo, "--json"}, Keyed(repo)));
+  const std::string listed = Local({"snapshots", "--repo", repo, "--json"}, Keyed(repo)).out;
 
-  RunResult full = Local({"snapshot", image, "--repo", repo, "--checkpoint-bytes", "1M", "-q"});
+  RunResult full =
+      Local({"snapshot", image, "--repo", repo, "--checkpoint-bytes", "1M", "-q"}, Keyed(repo));
   CheckCleanFailure(full);
   CHECK(full.err.find("No space left on device") != std::string::npos);
 
-  CHECK(Local({"snapshots", "--repo", repo, "--json"}).out == listed);
-  Json(Local({"verify", "--repo", repo, "--json"}));
-  Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", repo, "--json"}));
+  CHECK(Local({"snapshots", "--repo", repo, "--json"}, Keyed(repo)).out == listed);
+  Json(Local({"verify", "--repo", repo, "--json"}, Keyed(repo)));
+  Json(Local({"restore", "1", "--to", s.dir + "/before-out.img", "--repo", repo, "--json"},
+             Keyed(repo)));
   CHECK(SameFile(s.dir + "/before-out.img", before));
 
   REQUIRE(disk.Remount("size=96M"));
-  Json(Local({"snapshot", image, "--repo", repo, "--json"}));
-  Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", repo, "--json"}));
+  Json(Local({"snapshot", image, "--repo", repo, "--json"}, Keyed(repo)));
+  Json(Local({"restore", "latest", "--to", s.dir + "/out.img", "--repo", repo, "--json"},
+             Keyed(repo)));
   CHECK(SameFile(s.dir + "/out.img", image));
-  Json(Local({"verify", "--repo", repo, "--json"}));
+  Json(Local({"verify", "--repo", repo, "--json"}, Keyed(repo)));
 }
 
 TEST_CASE(
@@ -177,17 +193,17 @@ TEST_CASE(
   ScratchRepo s{"faulttest"};
   Tmpfs disk(s.dir + "/disk", "64M");
   const std::string repo = disk.path + "/repo";
-  Json(Local({"init", repo, "--json"}));
+  Json(Local({"init", repo, "--key-file", repo + ".key", "--json"}, Keyed(repo)));
   const std::string before = s.dir + "/before.img", image = s.dir + "/image.img";
   MakeNoiseImage(before, 7, 4);
   MakeNoiseImage(image, 8, 6);
-  Json(Local({"snapshot", before, "--repo", repo, "--json"}));
-  const std::string listed = Local({"snapshots", "--repo", repo, "--json"}).out;
+  Json(Local({"snapshot", before, "--repo", repo, "--json"}, Keyed(repo)));
+  const std::string listed = Local({"snapshots", "--repo", repo, "--json"}, Keyed(repo)).out;
   const std::string files =
       Run({"sh", "-c", "cd " + repo + " && ls -lR --time-style=full-iso"}).out;
 
   REQUIRE(disk.Remount("ro"));
-  RunResult refused = Local({"snapshot", image, "--repo", repo, "-q"});
+  RunResult refused = Local({"snapshot", image, "--repo", repo, "-q"}, Keyed(repo));
   INFO("exit " << refused.exit_code << "\nstderr: " << refused.err);
   CHECK(refused.exit_code > 0);
   CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
@@ -197,8 +213,8 @@ TEST_CASE(
 
   REQUIRE(disk.Remount("rw"));
   CHECK(Run({"sh", "-c", "cd " + repo + " && ls -lR --time-style=full-iso"}).out == files);
-  CHECK(Local({"snapshots", "--repo", repo, "--json"}).out == listed);
-  Json(Local({"verify", "--repo", repo, "--json"}));
+  CHECK(Local({"snapshots", "--repo", repo, "--json"}, Keyed(repo)).out == listed);
+  Json(Local({"verify", "--repo", repo, "--json"}, Keyed(repo)));
 }
 
 TEST_CASE(
@@ -206,27 +222,28 @@ TEST_CASE(
     "intact",
     "[fault][integration]") {
   ScratchRepo s{"faulttest"};
-  Json(Local({"init", s.repo, "--json"}));
+  Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
   const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
   MakeNoiseImage(image, 9, 3);
-  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}));
+  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
   std::ofstream(out) << "the old file";
   std::ofstream(s.dir + "/old.copy") << "the old file";
 
-  RunResult refused = Local({"restore", "1", "--to", out, "--repo", s.repo});
+  RunResult refused = Local({"restore", "1", "--to", out, "--repo", s.repo}, Keyed(s.repo));
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("--force") != std::string::npos);
   CHECK(SameFile(out, s.dir + "/old.copy"));
 
-  RunOptions fail = WithPass();
+  RunOptions fail = Keyed(s.repo);
   fail.env["WANBACKUP_FAIL"] = "restore.before-rename";
   CheckCleanFailure(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force"}, fail));
   CHECK(SameFile(out, s.dir + "/old.copy"));
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(s.dir))
     ++entries;
-  CHECK(entries == 4);  // repo, image, out, old.copy: no temporary file left behind
+  CHECK(entries == 5);  // repo, repo.key, image, out, old.copy: no temporary file left behind
 
-  Json(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force", "--verify", "--json"}));
+  Json(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force", "--verify", "--json"},
+             Keyed(s.repo)));
   CHECK(SameFile(out, image));
 }

@@ -1,11 +1,11 @@
 // The emulator's frames (tests/wanem/frame.h): what a TSO super-packet costs the link, and that
 // a truncated or unparsable frame is never forwarded.
-#include "frame.h"
-
 #include <cstring>
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "frame.h"
 
 using wanem::FrameInfo;
 using wanem::InspectFrame;
@@ -57,8 +57,7 @@ TEST_CASE("wanem frame: a packet costs its IP bytes, one segment", "[wanem]") {
   CHECK(b.wire_bytes == 1500);
 }
 
-TEST_CASE("wanem frame: a super-packet costs its segments' bytes, headers included",
-          "[wanem]") {
+TEST_CASE("wanem frame: a super-packet costs its segments' bytes, headers included", "[wanem]") {
   SECTION("IPv4, 45 full segments of a 64 KiB TSO frame") {
     const FrameInfo f = Inspect(Frame(true, 4, 32, 45 * 1448, kGsoTcpV4, 1448), true);
     CHECK(f.ok);
@@ -66,8 +65,8 @@ TEST_CASE("wanem frame: a super-packet costs its segments' bytes, headers includ
     CHECK(f.wire_bytes == 45 * 1500);  // what 45 packets of 1500 bytes take on the wire
   }
   SECTION("a short last segment is one more segment, with its own headers") {
-    const FrameInfo f = Inspect(Frame(true, 4, 32, 10 * 1448 + 100, kGsoTcpV4 | kGsoEcn, 1448),
-                                true);
+    const FrameInfo f =
+        Inspect(Frame(true, 4, 32, 10 * 1448 + 100, kGsoTcpV4 | kGsoEcn, 1448), true);
     CHECK(f.ok);
     CHECK(f.segments == 11);
     CHECK(f.wire_bytes == 10 * 1500 + 52 + 100);
