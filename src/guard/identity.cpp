@@ -85,6 +85,15 @@ std::string NumericHost(const std::string& host) {
   return "";
 }
 
+// Whether `dir` holds a wanbackup repository: config.json and packs/ (catalog.db may be gone,
+// 'repair catalog' rebuilds it from the packs).
+bool LooksLikeRepository(const fs::path& dir) {
+  struct stat config {};
+  struct stat packs {};
+  return ::lstat((dir / "config.json").c_str(), &config) == 0 && S_ISREG(config.st_mode) &&
+         ::lstat((dir / "packs").c_str(), &packs) == 0 && S_ISDIR(packs.st_mode);
+}
+
 }  // namespace
 
 Identity Identify(const std::string& spec) {
@@ -161,6 +170,18 @@ void AddRepository(const std::string& path, const Identity& to, std::vector<Prot
     file.identity.spelling = it->path().string();
     file.what = "repository " + path;
     protect->push_back(file);
+  }
+}
+
+}  // namespace wanbackup::guard
+
+namespace wanbackup::guard {
+
+void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect) {
+  if (to.kind != Identity::Kind::kPath || to.spelling.empty() || to.spelling[0] != '/') return;
+  for (fs::path dir(to.spelling);; dir = dir.parent_path()) {
+    if (LooksLikeRepository(dir)) AddRepository(dir.string(), to, protect);
+    if (!dir.has_relative_path()) return;
   }
 }
 

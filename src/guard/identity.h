@@ -31,4 +31,9 @@ void ResolveHosts(Destination* to, std::vector<Protected>* protect);
 // ("repository /x").
 void AddRepository(const std::string& path, const Identity& to, std::vector<Protected>* protect);
 
+// Every repository that `to` (a path, canonical) is, or lies in, whether or not a command or
+// config names it: a directory that holds config.json and packs/ is one, and so are its files
+// and any new file in it (`copy` has no --repo; a mistyped --repo names another).
+void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect);
+
 }  // namespace wanbackup::guard

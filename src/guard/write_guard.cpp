@@ -37,6 +37,7 @@ std::string Refusal(const Destination& to, const Protected& p) {
       }
       return "";
     case Rule::kJobSource:
+    case Rule::kNamedFile:
       return Same(id, p.identity) ? p.what : "";
     case Rule::kSnapshotSource:
       if (p.overridable && to.overwrite_source) return "";
