@@ -168,7 +168,7 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
 Status RunCopy(const CopyCommandOptions& opts) {
   if (opts.destination == "-") JsonStream() = stderr;  // standard output carries the data
   WB_ASSIGN_OR_RETURN(pipeline::CopyOptions copy, CopyOptionsFrom(opts));
-  if (opts.destination != "-") {  // before either end is opened
+  {  // before either end is opened; "-" too (standard output may be opened on a file)
     WriteTarget target;
     target.to = opts.destination;
     target.copy_source = opts.source;
