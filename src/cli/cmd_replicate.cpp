@@ -86,10 +86,11 @@ void RegisterReplicate(CLI::App& app, Runner* runner) {
       "compared chunk by chunk; so is any replica with --check, so that one changed behind\n"
       "wanbackup's back is repaired, not trusted. The replica's cache is synchronized before\n"
       "the run counts. A replica must hold the snapshot in whole blocks, and may not be the\n"
-      "source of any snapshot in the repository, a file of the repository, or a replica that\n"
+      "source of any snapshot in the repository, a file of any repository, or a replica that\n"
       "holds another source's snapshots (by identity: symlinks, hard links, ./ and .. resolve;\n"
       "a LUN is its IQN, LUN and portal address). 'restore' refuses to write over a replica\n"
-      "(its record would be false): replicate it to the snapshot instead.\n" +
+      "(its record would be false): replicate it to the snapshot instead. A symlink another\n"
+      "user could have planted (theirs, in a directory others can write) is not followed.\n" +
       WriteTuneHelp() +
       "\nEXAMPLES:\n"
       "  wanbackup replicate latest --to iscsi://dr-san/iqn.2001-05.com.example:db-standby/1 \\\n"
