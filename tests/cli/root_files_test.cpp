@@ -243,6 +243,21 @@ TEST_CASE("run: a config file in a directory another user can write is refused, 
   }
 }
 
+TEST_CASE("key change: a repository's own file is refused as the new passphrase file",
+          "[rootfiles]") {
+  RootJob job;
+  const std::string config_json = job.repo.path() + "/config.json";
+  const std::string before = Contents(config_json);
+  for (const std::string& file : {config_json, job.repo.path() + "/./catalog.db"}) {
+    INFO(file);
+    const RunResult r = job.repo.Wb({"key", "change", "--new-password-file", file});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "wanbackup: error: --new-password-file " + file +
+                       " is a file of a repository, not a passphrase file. Nothing was changed\n");
+  }
+  CHECK(Contents(config_json) == before);
+}
+
 TEST_CASE("key change: a new passphrase file others can read is refused, as the config refuses it",
           "[rootfiles]") {
   RootJob job;
