@@ -7,10 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <deque>
 #include <vector>
+
+#include <climits>
 
 namespace wanbackup {
 namespace {
@@ -123,10 +124,9 @@ class Walk {
                                      " in it could be replaced. Nothing was written");
     }
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
-      return Status::InvalidArgument(Path() + ": writable by group or others (mode " +
-                                     Mode(st.st_mode) + "), so " + given_ +
-                                     " in it could be replaced; chmod go-w " + Path() +
-                                     ". Nothing was written");
+      return Status::InvalidArgument(
+          Path() + ": writable by group or others (mode " + Mode(st.st_mode) + "), so " + given_ +
+          " in it could be replaced; chmod go-w " + Path() + ". Nothing was written");
     }
     return Status::Ok();
   }
@@ -161,7 +161,8 @@ Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy polic
   std::string absolute = path;
   if (path[0] != '/') {
     char cwd[PATH_MAX];
-    if (::getcwd(cwd, sizeof cwd) == nullptr) return Status::FromErrno(errno, "the working directory");
+    if (::getcwd(cwd, sizeof cwd) == nullptr)
+      return Status::FromErrno(errno, "the working directory");
     absolute = std::string(cwd) + "/" + path;
   }
   Walk walk(path, policy);

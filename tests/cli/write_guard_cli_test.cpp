@@ -198,8 +198,11 @@ TEST_CASE(
                           << "\"\n\n[metrics]\ntextfile = \"" << textfile << "\"\n";
     REQUIRE(::chmod(config.c_str(), 0600) == 0);
     const std::string kept = Contents(config);
-    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
-                 "metrics.textfile: '" + textfile + "' " + says);
+    std::string expected = "metrics.textfile: '";
+    expected += textfile;
+    expected += "' ";
+    expected += says;
+    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}), expected);
     if (textfile == cases[0].first) {  // the run loads the file as the dry run does
       CheckRefused(s.repo.Wb({"run", "disk", "--config", config}), says);
     }

@@ -41,13 +41,14 @@ TEST_CASE("safe path: the user's own links, . and .. are followed to the directo
   MakeDir(dir / "real", 0755);
   REQUIRE(::symlink((dir / "real").c_str(), (dir / "link").c_str()) == 0);
   REQUIRE(::symlink("real/disk.img", (dir / "file-link").c_str()) == 0);
-  for (const std::string& given : {dir / "link/disk.img", dir / "./real/../link/disk.img",
-                                   dir / "file-link"}) {
+  for (const std::string& given :
+       {dir / "link/disk.img", dir / "./real/../link/disk.img", dir / "file-link"}) {
     INFO(given);
     Result<ResolvedPath> r = ResolveForWriting(given, PathPolicy::kNoPlantedLinks);
     REQUIRE(r.ok());
     CHECK(r->path() == dir / "real/disk.img");
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     REQUIRE(::fstat(r->dir.get(), &a) == 0);
     REQUIRE(::stat((dir / "real").c_str(), &b) == 0);
     CHECK(a.st_ino == b.st_ino);
@@ -80,9 +81,10 @@ TEST_CASE("safe path: a link another user owns, in a directory others can write,
   CHECK(ResolveForWriting(dir / "private/theirs", PathPolicy::kNoPlantedLinks).ok());
 }
 
-TEST_CASE("safe path: trusted, every directory on the way is root's or ours and not writable by "
-          "others unless sticky",
-          "[safe_path]") {
+TEST_CASE(
+    "safe path: trusted, every directory on the way is root's or ours and not writable by "
+    "others unless sticky",
+    "[safe_path]") {
   TempDir dir("safe-path");
   MakeDir(dir / "open", 0777);
   MakeDir(dir / "sticky", 01777);
