@@ -4,11 +4,13 @@
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <system_error>
 
@@ -35,6 +37,17 @@ std::vector<FileId> Directories(fs::path canonical) {
   return out;
 }
 
+// The file a loop device writes to (/sys/dev/block/M:m/loop/backing_file), or "" when it is
+// no loop device or its file was deleted. A partition of a loop device is not followed.
+std::string LoopBackingFile(dev_t rdev) {
+  std::ifstream in("/sys/dev/block/" + std::to_string(major(rdev)) + ":" +
+                   std::to_string(minor(rdev)) + "/loop/backing_file");
+  std::string file;
+  std::getline(in, file);
+  if (file.ends_with(" (deleted)")) return "";
+  return file;
+}
+
 Identity IdentifyPath(const std::string& spec) {
   Identity id;
   id.kind = Identity::Kind::kPath;
@@ -51,6 +64,9 @@ Identity IdentifyPath(const std::string& spec) {
   if (S_ISBLK(st.st_mode)) {
     id.kind = Identity::Kind::kBlock;
     id.rdev = static_cast<uint64_t>(st.st_rdev);
+    if (std::string file = LoopBackingFile(st.st_rdev); !file.empty()) {
+      id.backing.push_back(IdentifyPath(file));
+    }
   } else if (S_ISREG(st.st_mode)) {
     id.links = static_cast<uint64_t>(st.st_nlink);
   }

@@ -45,6 +45,9 @@ struct Identity {
   uint64_t links = 0;  // hard links of an existing regular file
   std::vector<FileId> directories;
   uint64_t rdev = 0;  // kBlock: the device number
+  // kBlock: a loop device's backing file (the same data under another identity); the guard
+  // refuses the device for whatever it refuses that file for.
+  std::vector<Identity> backing;
   // kLun: "IQN/LUN", and the portal host's addresses ("loopback" for any loopback address);
   // empty `hosts`: not known (a name that does not resolve), so any host may be this one.
   std::string lun;

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "support/repo_cli.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 namespace wanbackup::testing {
@@ -290,6 +291,52 @@ TEST_CASE(
                "standard output is a file of repository " + other);
   CHECK(TreeContents(other) == kept);
   CHECK(!std::filesystem::exists(other + "/packs/new.img"));
+}
+
+// A loop device on a file for the length of a test; empty path() when none can be attached.
+struct Loop {
+  std::string device;
+  explicit Loop(const std::string& file) {
+    const RunResult r = Run({"losetup", "--find", "--show", file});
+    if (r.exit_code == 0) device = r.out.substr(0, r.out.find('\n'));
+  }
+  ~Loop() {
+    if (!device.empty()) Run({"losetup", "-d", device});
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+};
+
+TEST_CASE(
+    "write guard: a loop device on a snapshot's source, a job's source or a repository file is "
+    "refused as that file",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  GuardRepo s;
+  const Loop on_source(s.image), on_catalog(s.repo.catalog());
+  if (on_source.device.empty() || on_catalog.device.empty()) WB_SKIP("no loop device here");
+  const auto before = s.State();
+  CheckRefused(
+      s.repo.Wb({"restore", "1", "--to", on_source.device, "--force"}),
+      on_source.device + " (a loop device on " + s.image + ") is the source of snapshot 1");
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_source.device}),
+               "(a loop device on " + s.image + ") is the source of snapshot 1");
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_catalog.device}),
+               "is a file of repository " + s.repo.path());
+  const std::string config = s.dir / "wanbackup.toml";
+  const std::string production = s.dir / "production.img";
+  WriteNoiseImage(production, 2, 4);
+  const Loop on_production(production);
+  REQUIRE(!on_production.device.empty());
+  std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path() << "\"\nkey_file = \""
+                        << s.repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << s.image << "\"\nreplicate_to = [\"" << on_production.device
+                        << "\"]\n\n[jobs.production]\nrepository = \"main\"\nsource = \""
+                        << production << "\"\n";
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+               "(a loop device on " + production + ") is the source of job production");
+  CHECK(s.State() == before);
 }
 
 // Records a replica at `url` in the catalog, as a replicate to that LUN would have.
