@@ -170,10 +170,11 @@ void AddRepository(const std::string& path, const Identity& to, std::vector<Prot
   dir.identity = Identify(path);
   dir.what = "repository " + path;
   dir.tree = true;
-  const bool linked = to.kind == Identity::Kind::kPath && to.exists && to.links > 1;
+  // An existing regular file outside its tree may still be one of its files: a hard link, or
+  // a file bind-mounted over another path (one link, same inode). Only an inode tells.
+  const bool regular = to.kind == Identity::Kind::kPath && to.exists && to.links > 0;
   protect->push_back(dir);
-  if (!linked || !dir.identity.exists) return;
-  // A hard link elsewhere to one of its files: only an inode tells.
+  if (!regular || !dir.identity.exists) return;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     struct stat st {};

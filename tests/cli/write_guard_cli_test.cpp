@@ -339,6 +339,24 @@ TEST_CASE(
   CHECK(s.State() == before);
 }
 
+TEST_CASE(
+    "write guard: a file bind-mounted over another path is known as the repository file it is",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root to bind-mount");
+  GuardRepo s;
+  const std::string over = s.dir / "innocent.img";
+  std::ofstream(over).put('x');
+  const std::string config_json = s.repo.path() + "/config.json";
+  if (Run({"mount", "--bind", config_json, over}).exit_code != 0) WB_SKIP("cannot bind-mount here");
+  const auto before = s.State();
+  const RunResult replicate = s.repo.Wb({"replicate", "1", "--to", over});
+  const RunResult restore = s.repo.Wb({"restore", "1", "--to", over, "--force"});
+  Run({"umount", over});
+  CheckRefused(replicate, over + " is a file of repository " + s.repo.path());
+  CheckRefused(restore, over + " is a file of repository " + s.repo.path());
+  CHECK(s.State() == before);
+}
+
 // Records a replica at `url` in the catalog, as a replicate to that LUN would have.
 void RecordLunReplica(const std::string& catalog, const std::string& url) {
   sqlite3* db = nullptr;
