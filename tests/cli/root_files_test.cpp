@@ -198,6 +198,46 @@ TEST_CASE(
   CHECK(SameFile(real, job.image));
 }
 
+TEST_CASE(
+    "schedule --install: a unit directory others can write or own, a planted drop-in link or a "
+    "repository is refused and nothing is written",
+    "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  const std::string config = job.dir / "wanbackup.toml";
+  job.WriteConfig(config, "schedule = \"daily\"\n");
+  const std::string open = job.dir / "open", theirs = job.dir / "theirs",
+                    linked = job.dir / "units";
+  const std::string victim = job.dir / "root-only";
+  for (const std::string& d : {open, theirs, linked, victim})
+    REQUIRE(::mkdir(d.c_str(), 0755) == 0);
+  REQUIRE(::chmod(open.c_str(), 01777) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  REQUIRE(::chmod(victim.c_str(), 0700) == 0);
+  REQUIRE(::symlink(victim.c_str(), (linked + "/wanbackup@disk.service.d").c_str()) == 0);
+  REQUIRE(AsOtherUser([&] {  // what they would plant in the shared one
+    return ::symlink(victim.c_str(), (open + "/wanbackup@disk.service.d").c_str()) == 0;
+  }));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {open, open + ": writable by group or others"},
+      {theirs, theirs + ": owned by uid " + std::to_string(kOtherUid)},
+      {linked, linked + "/wanbackup@disk.service.d is a symlink or not a directory"},
+      {job.repo.path(), "is repository " + job.repo.path()},
+  };
+  const auto repo_before = TreeContents(job.repo.path());
+  for (const auto& [dir, says] : cases) {
+    INFO(dir);
+    const RunResult r =
+        job.repo.Wb({"schedule", "disk", "--install", "--unit-dir", dir, "--config", config});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+  }
+  CHECK(std::filesystem::is_empty(victim));
+  CHECK(std::filesystem::is_empty(theirs));
+  CHECK(!std::filesystem::exists(linked + "/wanbackup@.service"));  // nothing before the refusal
+  CHECK(TreeContents(job.repo.path()) == repo_before);
+}
+
 TEST_CASE("run: a config file another user owns is refused when root runs it, naming its owner",
           "[rootfiles]") {
   if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
