@@ -168,7 +168,7 @@ void PrintSummary(const CopyCommandOptions& opts, const std::string& source_name
 Status RunCopy(const CopyCommandOptions& opts) {
   if (opts.destination == "-") JsonStream() = stderr;  // standard output carries the data
   WB_ASSIGN_OR_RETURN(pipeline::CopyOptions copy, CopyOptionsFrom(opts));
-  if (opts.destination != "-") {  // before either end is opened
+  {  // before either end is opened; "-" too (standard output may be opened on a file)
     WriteTarget target;
     target.to = opts.destination;
     target.copy_source = opts.source;
@@ -229,7 +229,10 @@ std::string CopyFooter() {
          "copy.\n"
          "  A LUN whose first or last MiB is not zeros holds data: refused unless --force.\n"
          "  The destination is never the source, by identity (symlinks, hard links, a LUN's\n"
-         "  IQN, LUN and host address), and that is checked before either end is opened.\n"
+         "  IQN, LUN and host address), nor a file of a wanbackup repository (a directory\n"
+         "  holding config.json and packs/), nor reached through a symlink another user could\n"
+         "  have planted; that is checked before either end is opened. '-' opened on a file\n"
+         "  is checked as that file.\n"
          "\nCHAP:\n"
          "  With a LUN at both ends each URL names its own user (iscsi://user@host/...), and\n"
          "  --source-chap-secret-file / --destination-chap-secret-file give each end its secret;\n"

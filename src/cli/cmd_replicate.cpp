@@ -21,6 +21,7 @@ struct ReplicateCommandOptions {
   std::string snapshot;
   std::string to;
   bool check = false;
+  bool force = false;
   bool json = false;
   RepoFlags repo;
   TargetFlags target;
@@ -37,6 +38,7 @@ Status RunReplicate(const ReplicateCommandOptions& opts) {
   ReplicateRequest request;
   request.to = AbsoluteLocalPath(opts.to);  // the replica's name in `replicas`
   request.check = opts.check;
+  request.force = opts.force;
   request.progress = !opts.json;
   request.target = opts.target;
   request.tuning = opts.tuning;
@@ -63,6 +65,9 @@ void RegisterReplicate(CLI::App& app, Runner* runner) {
       ->required();
   cmd->add_flag("--check", opts->check,
                 "read the replica and compare every chunk instead of trusting the record");
+  cmd->add_flag("--force", opts->force,
+                "make an existing file, or a block device that holds data, a replica although "
+                "the repository records none there");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
   AddTuningFlags(cmd, &opts->tuning);
@@ -74,15 +79,18 @@ void RegisterReplicate(CLI::App& app, Runner* runner) {
       "compares the two snapshots' chunk maps and writes only the chunks that differ: nothing\n"
       "is read over the WAN. All-zero chunks go as WRITE SAME (no data on the wire).\n"
       "\nWhile a run writes, the replica is recorded as inconsistent; a run that was stopped\n"
-      "(killed, link down) is finished by the next one. A replica with no record (the first\n"
-      "run, or after 'repair catalog'), or whose snapshot was forgotten, is read back and\n"
+      "(killed, link down) is finished by the next one. An existing file, or a block device\n"
+      "whose first or last MiB is not zeros, that the repository records no replica at (after\n"
+      "'repair catalog' or 'replicas --forget' too) is refused unless --force. A replica with no\n"
+      "record (the first run, --force), or whose snapshot was forgotten, is read back and\n"
       "compared chunk by chunk; so is any replica with --check, so that one changed behind\n"
       "wanbackup's back is repaired, not trusted. The replica's cache is synchronized before\n"
       "the run counts. A replica must hold the snapshot in whole blocks, and may not be the\n"
-      "source of any snapshot in the repository, a file of the repository, or a replica that\n"
+      "source of any snapshot in the repository, a file of any repository, or a replica that\n"
       "holds another source's snapshots (by identity: symlinks, hard links, ./ and .. resolve;\n"
       "a LUN is its IQN, LUN and portal address). 'restore' refuses to write over a replica\n"
-      "(its record would be false): replicate it to the snapshot instead.\n" +
+      "(its record would be false): replicate it to the snapshot instead. A symlink another\n"
+      "user could have planted (theirs, in a directory others can write) is not followed.\n" +
       WriteTuneHelp() +
       "\nEXAMPLES:\n"
       "  wanbackup replicate latest --to iscsi://dr-san/iqn.2001-05.com.example:db-standby/1 \\\n"

@@ -84,13 +84,12 @@ std::string LeftBehind(OpenedSink* opened, const std::string& to) {
 // it, paced to --limit-rate.
 Result<OpenedSink> OpenRestoreSink(const RestoreCommandOptions& opts, pipeline::Repository& repo,
                                    const catalog::SnapshotInfo& snap, uint64_t rate) {
-  if (opts.to != "-") {
-    WriteTarget target;
-    target.to = opts.to;
-    target.repo = &repo;
-    target.overwrite_source = opts.overwrite_source;
-    WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
-  }
+  WriteTarget target;  // "-" too: standard output may be opened on a file (`1<>file`)
+  target.to = opts.to;
+  target.repo = &repo;
+  target.overwrite_source = opts.overwrite_source;
+  target.restored_source = snap.source;
+  WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(opts.to, snap.size_bytes,
                                opts.force ? ExistingFile::kReplace : ExistingFile::kRefuse,
@@ -170,7 +169,7 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
       ->required();
   cmd->add_flag("--force", opts->force, "overwrite an existing file");
   cmd->add_flag("--overwrite-source", opts->overwrite_source,
-                "write over the source of a snapshot in the repository (roll that disk back)");
+                "write over the restored snapshot's own source (roll that disk back)");
   cmd->add_flag("--verify", opts->verify,
                 "read the result back (a LUN through the WAN) and check every chunk");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
@@ -184,12 +183,15 @@ void RegisterRestore(CLI::App& app, Runner* runner) {
       "before success. All-zero chunks become holes in a new file and zeros on a device.\n"
       "\nWRITE TARGETS:\n"
       "  Refused before anything is opened, whatever the name (symlinks, hard links, ./ and ..\n"
-      "  resolve to what they are): a file or directory of the repository, or the device that\n"
-      "  holds it; the source of a snapshot in the repository (unless --overwrite-source, to\n"
-      "  roll that disk back; one running now never); a replica this repository records\n"
-      "  ('wanbackup replicas'): bring that to a snapshot with 'wanbackup replicate', which\n"
-      "  writes only the chunks that differ. A LUN is known by target IQN, LUN and the\n"
-      "  portal host's addresses.\n"
+      "  resolve to what they are): a file or directory of the repository or of any other\n"
+      "  (a directory holding config.json and packs/), or the device that holds it; the\n"
+      "  source of a snapshot in the repository (--overwrite-source allows the restored\n"
+      "  snapshot's own source, to roll that disk back; one running now never); a replica\n"
+      "  this repository records ('wanbackup replicas'): bring that to a snapshot with\n"
+      "  'wanbackup replicate', which writes only the chunks that differ. A LUN is known by\n"
+      "  target IQN, LUN and the portal host's addresses. Standard output (--to -) opened on\n"
+      "  a file or device is checked as that file. A symlink another user could have planted\n"
+      "  (theirs, in a directory others can write) is not followed, --force or not.\n"
       "\nTO AN iSCSI LUN:\n"
       "  The LUN must hold the snapshot in whole blocks, or nothing is written. Many WRITEs are\n"
       "  in flight over several connections, sized from what the login negotiated (with\n"

@@ -1,5 +1,6 @@
 // wanbackup schedule JOB: the systemd units (or the crontab line) that run a job on its
 // schedule; with --install, writes them and enables the timer.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <climits>
@@ -19,6 +22,10 @@
 #include "cli/console.h"
 #include "cli/units.h"
 #include "common/atomic_file.h"
+#include "common/safe_path.h"
+#include "common/unique_fd.h"
+#include "guard/identity.h"
+#include "guard/write_guard.h"
 #include "jobs/calendar.h"
 #include "jobs/config.h"
 
@@ -134,13 +141,61 @@ std::vector<UnitFile> Units(const jobs::JobConfig& job, const std::string& confi
           {"wanbackup@" + job.name + ".timer.d/schedule.conf", dropin}};
 }
 
-Status WriteUnit(const std::string& dir, const UnitFile& unit) {
-  const std::string path = dir + "/" + unit.path;
-  const size_t slash = path.rfind('/');
-  if (::mkdir(path.substr(0, slash).c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::FromErrno(errno, "creating " + path.substr(0, slash));
+// The unit directory, open: reached without following a link another user planted, owned by
+// root or us, writable by nobody else (sticky or not: systemd runs what is there as root), and
+// no repository's directory. InvalidArgument (exit 2) naming the rule.
+Result<ResolvedPath> OpenUnitDir(const std::string& dir) {
+  // Created when missing, as before (mkdir follows no link at the last component).
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "creating " + dir);
   }
-  WB_RETURN_IF_ERROR(WriteFileAtomically(path, unit.text, 0644));
+  WB_ASSIGN_OR_RETURN(ResolvedPath where, ResolveForWriting(dir + "/wanbackup@.service",
+                                                            PathPolicy::kTrusted, LastLink::kKeep));
+  struct stat st {};
+  if (::fstat(where.dir.get(), &st) != 0) return Status::FromErrno(errno, dir);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::InvalidArgument(where.dir_path +
+                                   ": writable by group or others; systemd runs "
+                                   "the units there as root: chmod go-w " +
+                                   where.dir_path + ". Nothing was written");
+  }
+  guard::Destination as_target;
+  as_target.name = "--unit-dir " + dir;
+  as_target.identity = guard::Identify(dir);
+  std::vector<guard::Protected> protect;
+  guard::AddRepositoriesHolding(as_target.identity, &protect);
+  WB_RETURN_IF_ERROR(guard::CheckWriteTarget(as_target, protect));
+  return where;
+}
+
+// Writes one unit file relative to the open unit directory; a drop-in directory (NAME.d) is
+// created there and opened without following a link, so a planted one is refused.
+Status WriteUnit(const ResolvedPath& units, const UnitFile& unit) {
+  const std::string path = units.dir_path + "/" + unit.path;
+  const size_t slash = unit.path.rfind('/');
+  if (slash == std::string::npos) {
+    WB_RETURN_IF_ERROR(
+        WriteFileAtomicallyAt(units.dir.get(), units.dir_path, unit.path, unit.text, 0644));
+    PrintInfo("wrote " + path);
+    return Status::Ok();
+  }
+  const std::string sub = unit.path.substr(0, slash);
+  const std::string sub_path = units.dir_path + "/" + sub;
+  if (::mkdirat(units.dir.get(), sub.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "creating " + sub_path);
+  }
+  const UniqueFd dropins(
+      ::openat(units.dir.get(), sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dropins.valid()) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return Status::InvalidArgument(sub_path +
+                                     " is a symlink or not a directory: not followed. "
+                                     "Nothing was written there");
+    }
+    return Status::FromErrno(errno, "opening " + sub_path);
+  }
+  WB_RETURN_IF_ERROR(
+      WriteFileAtomicallyAt(dropins.get(), sub_path, unit.path.substr(slash + 1), unit.text, 0644));
   PrintInfo("wrote " + path);
   return Status::Ok();
 }
@@ -200,8 +255,21 @@ void WarnAboutOlderInstalls(const std::string& unit_dir, const std::string& job)
 }
 
 Status Install(const ScheduleCommandOptions& opts, const std::vector<UnitFile>& units) {
+  WB_ASSIGN_OR_RETURN(const ResolvedPath unit_dir, OpenUnitDir(opts.unit_dir));
+  for (const UnitFile& u : units) {  // every drop-in directory checked before anything is written
+    const size_t slash = u.path.rfind('/');
+    struct stat st {};
+    if (slash != std::string::npos &&
+        ::fstatat(unit_dir.dir.get(), u.path.substr(0, slash).c_str(), &st, AT_SYMLINK_NOFOLLOW) ==
+            0 &&
+        !S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(unit_dir.dir_path + "/" + u.path.substr(0, slash) +
+                                     " is a symlink or not a directory: not followed. Nothing "
+                                     "was written");
+    }
+  }
   for (const UnitFile& u : units)
-    WB_RETURN_IF_ERROR(WriteUnit(opts.unit_dir, u));
+    WB_RETURN_IF_ERROR(WriteUnit(unit_dir, u));
   WarnAboutOlderInstalls(opts.unit_dir, opts.job);
   const std::string timer = "wanbackup@" + opts.job + ".timer";
   struct stat st {};

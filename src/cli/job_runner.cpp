@@ -430,6 +430,9 @@ Status CheckAsTheRunWould(const jobs::Config& config, const jobs::JobConfig& job
                                      " does not exist or is not a directory (the run would "
                                      "write no metrics)");
     }
+    // The run writes nothing through a link another user planted on the way (it warns).
+    WB_RETURN_IF_ERROR(
+        CheckMetricsTextfile(file).WithContext(config.path + ": [metrics] textfile"));
   }
   return Status::Ok();
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/safe_path.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -26,10 +27,12 @@ using Samples = std::map<std::string, std::map<std::string, std::string>>;
 
 // A symlink or other non-file at `path` is read as empty (and replaced): what it points to is
 // never read, so a planted link cannot copy a root-only file into the world-readable textfile.
-Samples ReadSamples(const std::string& path) {
+Samples ReadSamples(const ResolvedPath& file) {
   Samples samples;
   std::string content;
-  if (!ReadRegularFileNoFollow(path, &content).ok()) return samples;
+  if (!ReadRegularFileNoFollowAt(file.dir.get(), file.name, file.path(), &content).ok()) {
+    return samples;
+  }
   std::istringstream in(content);
   std::string line;
   while (std::getline(in, line)) {
@@ -52,8 +55,17 @@ std::string Number(double v) {
 
 }  // namespace
 
+Status CheckMetricsTextfile(const std::string& path) {
+  return ResolveForWriting(path, PathPolicy::kTrusted, LastLink::kKeep).status();
+}
+
 Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run) {
-  Samples samples = ReadSamples(path);
+  // Its directory is reached without following a link another user planted, and must be one
+  // only root or we can change (a sticky one like /tmp too): we run as root, and the file is
+  // world-readable.
+  WB_ASSIGN_OR_RETURN(const ResolvedPath file,
+                      ResolveForWriting(path, PathPolicy::kTrusted, LastLink::kKeep));
+  Samples samples = ReadSamples(file);
   const bool ok = run.status == "ok";
   samples[kMetrics[0].name][run.job] = Number(static_cast<double>(run.started_unix_ms) / 1000);
   if (ok) {
@@ -74,7 +86,7 @@ Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run) {
   }
   // A temporary created exclusively next to the file, then renamed: the textfile directory may
   // be writable by others, and we run as root.
-  return WriteFileAtomically(path, text.str(), 0644);
+  return WriteFileAtomicallyAt(file.dir.get(), file.dir_path, file.name, text.str(), 0644);
 }
 
 }  // namespace wanbackup::cli

@@ -1,5 +1,8 @@
 #include "cli/replicate_target.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -9,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +25,8 @@
 #include "cli/source_open.h"
 #include "cli/write_target.h"
 #include "common/pacing.h"
+#include "common/safe_path.h"
+#include "common/unique_fd.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 
@@ -71,6 +78,8 @@ std::string FileFingerprint(const struct stat& st) {
          "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
+Result<TargetId> LocalIdentity(const std::string& to, const struct stat& st);
+
 // What makes the replica the same one next time, whatever name the user gives it, and what it
 // looks like now.
 Result<TargetId> Identify(const std::string& to, const OpenedSink& opened) {
@@ -84,6 +93,11 @@ Result<TargetId> Identify(const std::string& to, const OpenedSink& opened) {
   }
   struct stat st {};
   if (::stat(to.c_str(), &st) != 0) return Status::FromErrno(errno, "cannot stat " + to);
+  return LocalIdentity(to, st);
+}
+
+// The same for a local file or block device whose stat is `st`.
+Result<TargetId> LocalIdentity(const std::string& to, const struct stat& st) {
   if (S_ISBLK(st.st_mode)) {
     const std::string stable = StableBlockId(st.st_rdev);
     const std::string numbers =
@@ -171,6 +185,63 @@ Result<OpenedSink> OpenReplica(const catalog::SnapshotInfo& snap, const Replicat
   return opened;
 }
 
+// Whether the block device `path` holds data: its first or last MiB (where partition tables,
+// filesystem and LVM labels live) is not zeros, as copy asks of a LUN.
+Result<bool> DeviceHoldsData(const std::string& path) {
+  constexpr uint64_t kEdge = 1 << 20;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno(errno, "cannot open " + path);
+  uint64_t size = 0;
+  if (::ioctl(fd.get(), BLKGETSIZE64, &size) != 0) {
+    return Status::FromErrno(errno, "cannot read the size of " + path);
+  }
+  const uint64_t edge = std::min(size, kEdge);
+  std::vector<uint8_t> buf(edge);
+  for (const uint64_t at : {uint64_t{0}, size - edge}) {
+    size_t done = 0;
+    while (done < edge) {
+      const ssize_t n =
+          ::pread(fd.get(), buf.data() + done, edge - done, static_cast<off_t>(at + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::FromErrno(n < 0 ? errno : EIO, "reading " + path);
+      done += static_cast<size_t>(n);
+    }
+    if (std::any_of(buf.begin(), buf.end(), [](uint8_t c) { return c != 0; })) return true;
+  }
+  return false;
+}
+
+// AlreadyExists, unless --force, when the local target exists and is no replica this repository
+// records (one of another series the guard has refused already): a file, or a block device that
+// holds data, is something the user has not yet made a replica; restore and copy ask the same.
+Status RefuseUnrecordedTarget(pipeline::Repository& repo, const ReplicateRequest& request) {
+  if (initiator::LooksLikeIscsiUrl(request.to)) return Status::Ok();
+  // A link another user planted is refused first, --force or not (the sink's open says why).
+  Result<ResolvedPath> where = ResolveForWriting(request.to, PathPolicy::kNoPlantedLinks);
+  if (!where.ok())
+    return where.status().code() == StatusCode::kInvalidArgument
+               ? where.status()
+               : Status::Ok();  // the open names what is missing
+  struct stat st {};
+  if (request.force || ::fstatat(where->dir.get(), where->name.c_str(), &st, 0) != 0 ||
+      !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(const TargetId id, LocalIdentity(request.to, st));
+  WB_ASSIGN_OR_RETURN(std::optional<catalog::Replica> known,
+                      repo.catalog().FindReplica(id.identity));
+  if (known) return Status::Ok();
+  std::string what = request.to + " exists";
+  if (S_ISBLK(st.st_mode)) {
+    WB_ASSIGN_OR_RETURN(const bool data, DeviceHoldsData(request.to));
+    if (!data) return Status::Ok();
+    what = request.to + " holds data (its first or last MiB is not zeros)";
+  }
+  return Status::AlreadyExists(what +
+                               " and is no replica this repository records; --force makes it "
+                               "one (the first run compares every chunk). Nothing was written");
+}
+
 // The write guard, asked before the replica is opened (no byte written, no login).
 Status RefuseReplicaTarget(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
                            const ReplicateRequest& request) {
@@ -193,6 +264,7 @@ Result<ReplicateOutcome> ReplicateSnapshot(pipeline::Repository& repo,
     return Status::InvalidArgument("a replica is a LUN, block device or file, not stdout");
   }
   WB_RETURN_IF_ERROR(RefuseReplicaTarget(repo, snap, request));
+  WB_RETURN_IF_ERROR(RefuseUnrecordedTarget(repo, request));
   pipeline::ReplicateOptions options;
   options.check = request.check;
   TargetId id;

@@ -25,6 +25,9 @@ struct ReplicateRequest {
   TargetFlags target;                    // the replica's login
   TuningFlags tuning;                    // --limit-rate included
   const jobs::Config* config = nullptr;  // a job's: its repositories and sources are off limits
+  // Write over an existing file, or a block device that holds data, that the repository does
+  // not record as a replica (replicate --force).
+  bool force = false;
 };
 
 struct ReplicateOutcome {

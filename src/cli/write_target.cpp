@@ -1,5 +1,8 @@
 #include "cli/write_target.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -16,7 +19,10 @@ namespace {
 // row counts only while another process holds the writer lock: a killed run leaves its row).
 // A failed run does not make a disk a source: forget cannot drop its row. A command that holds
 // the writer lock itself (replicate) knows every running row is stale.
+// `restored`: restore --overwrite-source may write the source of the snapshot it restores (the
+// disk of that series, by identity), never another series' source.
 Status AddSnapshotSources(pipeline::Repository& repo, bool holds_writer_lock,
+                          const std::optional<guard::Identity>& restored,
                           std::vector<guard::Protected>* protect) {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
   std::optional<bool> writer;  // asked only when a running row needs the answer (repo_lock.h)
@@ -34,10 +40,11 @@ Status AddSnapshotSources(pipeline::Repository& repo, bool holds_writer_lock,
     p.rule = guard::Rule::kSnapshotSource;
     p.identity = it->second;
     p.what = "the source of snapshot " + std::to_string(s.id) + (running ? ", running now" : "");
-    p.overridable = !running;
-    p.hint = running ? "wait for it to finish"
-                     : "a replica is a standby copy, never a disk this repository backs up (to "
-                       "roll that disk back, 'wanbackup restore --overwrite-source')";
+    p.overridable = !running && restored && guard::Same(it->second, *restored);
+    p.hint = running    ? "wait for it to finish"
+             : restored ? "--overwrite-source rolls back only the restored snapshot's own source"
+                        : "a replica is a standby copy, never a disk this repository backs up (to "
+                          "roll that disk back, 'wanbackup restore --overwrite-source')";
     protect->push_back(p);
   }
   return Status::Ok();
@@ -75,18 +82,42 @@ Status AddReplicas(pipeline::Repository& repo, std::vector<guard::Protected>* pr
   return Status::Ok();
 }
 
+// What standard output is, for the destination "-": a file or device opened for it (`1<>file`
+// and `>>file` do not truncate before wanbackup starts) by its inode or device number; a pipe
+// or terminal is nothing the guard protects.
+guard::Identity StandardOutput() {
+  struct stat st {};
+  if (::fstat(STDOUT_FILENO, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+    guard::Identity pipe;
+    pipe.spelling = "-";
+    return pipe;
+  }
+  guard::Identity id = guard::Identify("/proc/self/fd/1");  // its path and directories
+  id.exists = true;
+  id.file = guard::FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  if (S_ISBLK(st.st_mode)) {
+    id.kind = guard::Identity::Kind::kBlock;
+    id.rdev = static_cast<uint64_t>(st.st_rdev);
+  } else {
+    id.kind = guard::Identity::Kind::kPath;
+    id.links = static_cast<uint64_t>(st.st_nlink);
+  }
+  return id;
+}
+
 }  // namespace
 
 Status RefuseWriteTarget(const WriteTarget& target) {
   guard::Destination dest;
-  dest.name = target.to;
-  dest.identity = guard::Identify(target.to);
+  dest.name = target.to == "-" ? "standard output" : target.to;
+  dest.identity = target.to == "-" ? StandardOutput() : guard::Identify(target.to);
   dest.overwrite_source = target.overwrite_source;
   if (!target.replicate_source.empty()) {
     dest.replicate_series = guard::Identify(target.replicate_source);
   }
   std::vector<guard::Protected> protect;
   if (target.repo != nullptr) guard::AddRepository(target.repo->path(), dest.identity, &protect);
+  guard::AddRepositoriesHolding(dest.identity, &protect);  // any other one, named or not
   if (target.config != nullptr) jobs::AddProtected(*target.config, dest.identity, &protect);
   if (!target.copy_source.empty()) {
     guard::Protected source;
@@ -96,7 +127,10 @@ Status RefuseWriteTarget(const WriteTarget& target) {
     protect.push_back(source);
   }
   if (target.repo != nullptr) {
-    WB_RETURN_IF_ERROR(AddSnapshotSources(*target.repo, target.holds_writer_lock, &protect));
+    std::optional<guard::Identity> restored;
+    if (target.overwrite_source) restored = guard::Identify(target.restored_source);
+    WB_RETURN_IF_ERROR(
+        AddSnapshotSources(*target.repo, target.holds_writer_lock, restored, &protect));
     WB_RETURN_IF_ERROR(AddReplicas(*target.repo, &protect));
   }
   guard::ResolveHosts(&dest, &protect);

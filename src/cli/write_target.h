@@ -15,12 +15,13 @@
 namespace wanbackup::cli {
 
 struct WriteTarget {
-  std::string to;                        // an iSCSI URL or a path, as the user gave it
+  std::string to;  // an iSCSI URL or a path, as the user gave it; "-": standard output
   pipeline::Repository* repo = nullptr;  // the command's repository, if any
   bool holds_writer_lock = false;        // `repo` was opened for writing (replicate)
   const jobs::Config* config = nullptr;  // a job's config: its repositories and job sources
   std::string replicate_source;          // replicate: the source of the snapshot it writes
-  bool overwrite_source = false;         // restore --overwrite-source
+  bool overwrite_source = false;         // restore --overwrite-source: of this source only
+  std::string restored_source;           // restore: the source of the snapshot it writes
   std::string copy_source;               // copy: what it reads
 };
 

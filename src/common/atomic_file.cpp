@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "common/unique_fd.h"
+
 namespace wanbackup {
 namespace {
 
-// "<dir>/.<name>.tmp-<12 random letters>": hidden, and not ending as the target does (a
+// ".<name>.tmp-<12 random letters>": hidden, and not ending as the target does (a
 // node_exporter reads *.prom only).
-std::string TempName(const std::string& dir, const std::string& name) {
+std::string TempName(const std::string& name) {
   static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   uint8_t random[12] = {};
   size_t got = 0;
@@ -21,17 +23,21 @@ std::string TempName(const std::string& dir, const std::string& name) {
     const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
     if (n > 0) got += static_cast<size_t>(n);
   }
-  std::string tmp = dir + "/." + name + ".tmp-";
+  std::string tmp = "." + name + ".tmp-";
   for (const uint8_t b : random)
     tmp += kLetters[b % (sizeof kLetters - 1)];
   return tmp;
 }
 
 // Ends a failed write: the temporary goes, the error is the first one's.
-Status Abandon(int fd, const std::string& tmp, const Status& why) {
+Status Abandon(int fd, int dir, const std::string& tmp, const Status& why) {
   if (fd >= 0) ::close(fd);
-  ::unlink(tmp.c_str());
+  ::unlinkat(dir, tmp.c_str(), 0);
   return why;
+}
+
+std::string Joined(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
 }
 
 }  // namespace
@@ -43,40 +49,52 @@ Status WriteFileAtomically(const std::string& path, std::string_view content, mo
                                                      : path.substr(0, slash);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty()) return Status::InvalidArgument(path + ": names a directory, not a file");
+  const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dfd.valid()) return Status::FromErrno(errno, "opening " + dir);
+  return WriteFileAtomicallyAt(dfd.get(), dir, name, content, mode);
+}
+
+Status WriteFileAtomicallyAt(int dir, const std::string& dir_path, const std::string& name,
+                             std::string_view content, mode_t mode) {
+  const std::string path = Joined(dir_path, name);
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
-    tmp = TempName(dir, name);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    tmp = TempName(name);
+    fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && (errno != EEXIST || attempt == 8)) {
-      return Status::FromErrno(errno, "creating a temporary file in " + dir);
+      return Status::FromErrno(errno, "creating a temporary file in " + dir_path);
     }
   }
-  if (::fchmod(fd, mode) != 0) return Abandon(fd, tmp, Status::FromErrno(errno, "chmod " + tmp));
+  if (::fchmod(fd, mode) != 0) {
+    return Abandon(fd, dir, tmp, Status::FromErrno(errno, "chmod " + Joined(dir_path, tmp)));
+  }
   size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Abandon(fd, tmp, Status::FromErrno(n < 0 ? errno : EIO, "writing " + path));
+    if (n <= 0) {
+      return Abandon(fd, dir, tmp, Status::FromErrno(n < 0 ? errno : EIO, "writing " + path));
+    }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return Abandon(fd, tmp, Status::FromErrno(errno, "writing " + path));
-  if (::close(fd) != 0) return Abandon(-1, tmp, Status::FromErrno(errno, "writing " + path));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Abandon(-1, tmp, Status::FromErrno(errno, "replacing " + path));
+  if (::fsync(fd) != 0) return Abandon(fd, dir, tmp, Status::FromErrno(errno, "writing " + path));
+  if (::close(fd) != 0) return Abandon(-1, dir, tmp, Status::FromErrno(errno, "writing " + path));
+  if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) {
+    return Abandon(-1, dir, tmp, Status::FromErrno(errno, "replacing " + path));
   }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::FromErrno(errno, "opening " + dir);
-  const int rc = ::fsync(dfd);
-  const int err = errno;
-  ::close(dfd);
-  if (rc != 0) return Status::FromErrno(err, "flushing " + dir);
+  if (::fsync(dir) != 0) return Status::FromErrno(errno, "flushing " + dir_path);
   return Status::Ok();
 }
 
 Status ReadRegularFileNoFollow(const std::string& path, std::string* content) {
+  return ReadRegularFileNoFollowAt(AT_FDCWD, path, path, content);
+}
+
+Status ReadRegularFileNoFollowAt(int dir, const std::string& name, const std::string& path,
+                                 std::string* content) {
   content->clear();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ELOOP) return Status::InvalidArgument(path + ": a symlink, not a file");
     return Status::FromErrno(errno, "opening " + path);

@@ -24,9 +24,18 @@ namespace wanbackup {
 [[nodiscard]] Status WriteFileAtomically(const std::string& path, std::string_view content,
                                          mode_t mode);
 
+// The same in the directory open as `dir` (named `dir_path` in messages): for a directory
+// resolved without following planted links (common/safe_path.h).
+[[nodiscard]] Status WriteFileAtomicallyAt(int dir, const std::string& dir_path,
+                                           const std::string& name, std::string_view content,
+                                           mode_t mode);
+
 // Reads `path` when it is a regular file, without following a symlink at its last component and
 // without blocking on a FIFO; a missing file is NotFound. For files wanbackup rewrites in place
 // of others (the metrics textfile): what a planted link points to is never read.
 [[nodiscard]] Status ReadRegularFileNoFollow(const std::string& path, std::string* content);
+// The same for `name` in the directory open as `dir` (`path` names it in messages).
+[[nodiscard]] Status ReadRegularFileNoFollowAt(int dir, const std::string& name,
+                                               const std::string& path, std::string* content);
 
 }  // namespace wanbackup

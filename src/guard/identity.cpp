@@ -4,11 +4,13 @@
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <system_error>
 
@@ -35,6 +37,17 @@ std::vector<FileId> Directories(fs::path canonical) {
   return out;
 }
 
+// The file a loop device writes to (/sys/dev/block/M:m/loop/backing_file), or "" when it is
+// no loop device or its file was deleted. A partition of a loop device is not followed.
+std::string LoopBackingFile(dev_t rdev) {
+  std::ifstream in("/sys/dev/block/" + std::to_string(major(rdev)) + ":" +
+                   std::to_string(minor(rdev)) + "/loop/backing_file");
+  std::string file;
+  std::getline(in, file);
+  if (file.ends_with(" (deleted)")) return "";
+  return file;
+}
+
 Identity IdentifyPath(const std::string& spec) {
   Identity id;
   id.kind = Identity::Kind::kPath;
@@ -51,6 +64,9 @@ Identity IdentifyPath(const std::string& spec) {
   if (S_ISBLK(st.st_mode)) {
     id.kind = Identity::Kind::kBlock;
     id.rdev = static_cast<uint64_t>(st.st_rdev);
+    if (std::string file = LoopBackingFile(st.st_rdev); !file.empty()) {
+      id.backing.push_back(IdentifyPath(file));
+    }
   } else if (S_ISREG(st.st_mode)) {
     id.links = static_cast<uint64_t>(st.st_nlink);
   }
@@ -83,6 +99,15 @@ std::string NumericHost(const std::string& host) {
     return ::inet_ntop(AF_INET6, &v6, text, sizeof text) != nullptr ? text : host;
   }
   return "";
+}
+
+// Whether `dir` holds a wanbackup repository: config.json and packs/ (catalog.db may be gone,
+// 'repair catalog' rebuilds it from the packs).
+bool LooksLikeRepository(const fs::path& dir) {
+  struct stat config {};
+  struct stat packs {};
+  return ::lstat((dir / "config.json").c_str(), &config) == 0 && S_ISREG(config.st_mode) &&
+         ::lstat((dir / "packs").c_str(), &packs) == 0 && S_ISDIR(packs.st_mode);
 }
 
 }  // namespace
@@ -145,10 +170,11 @@ void AddRepository(const std::string& path, const Identity& to, std::vector<Prot
   dir.identity = Identify(path);
   dir.what = "repository " + path;
   dir.tree = true;
-  const bool linked = to.kind == Identity::Kind::kPath && to.exists && to.links > 1;
+  // An existing regular file outside its tree may still be one of its files: a hard link, or
+  // a file bind-mounted over another path (one link, same inode). Only an inode tells.
+  const bool regular = to.kind == Identity::Kind::kPath && to.exists && to.links > 0;
   protect->push_back(dir);
-  if (!linked || !dir.identity.exists) return;
-  // A hard link elsewhere to one of its files: only an inode tells.
+  if (!regular || !dir.identity.exists) return;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     struct stat st {};
@@ -161,6 +187,18 @@ void AddRepository(const std::string& path, const Identity& to, std::vector<Prot
     file.identity.spelling = it->path().string();
     file.what = "repository " + path;
     protect->push_back(file);
+  }
+}
+
+}  // namespace wanbackup::guard
+
+namespace wanbackup::guard {
+
+void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect) {
+  if (to.kind != Identity::Kind::kPath || to.spelling.empty() || to.spelling[0] != '/') return;
+  for (fs::path dir(to.spelling);; dir = dir.parent_path()) {
+    if (LooksLikeRepository(dir)) AddRepository(dir.string(), to, protect);
+    if (!dir.has_relative_path()) return;
   }
 }
 

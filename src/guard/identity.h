@@ -26,9 +26,15 @@ std::vector<std::string> HostAddresses(const std::string& host);
 // no lookup for LUNs that differ anyway).
 void ResolveHosts(Destination* to, std::vector<Protected>* protect);
 
-// What repository `path` protects: its directory (and everything in it), and, when `to` is a
-// regular file with more than one hard link, each file in it by inode. `what` names it
+// What repository `path` protects: its directory (and everything in it), and, when `to` is an
+// existing regular file (a hard link or a bind mount may name one of its files from elsewhere),
+// each file in it by inode. `what` names it
 // ("repository /x").
 void AddRepository(const std::string& path, const Identity& to, std::vector<Protected>* protect);
+
+// Every repository that `to` (a path, canonical) is, or lies in, whether or not a command or
+// config names it: a directory that holds config.json and packs/ is one, and so are its files
+// and any new file in it (`copy` has no --repo; a mistyped --repo names another).
+void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect);
 
 }  // namespace wanbackup::guard

@@ -37,6 +37,7 @@ std::string Refusal(const Destination& to, const Protected& p) {
       }
       return "";
     case Rule::kJobSource:
+    case Rule::kNamedFile:
       return Same(id, p.identity) ? p.what : "";
     case Rule::kSnapshotSource:
       if (p.overridable && to.overwrite_source) return "";
@@ -69,11 +70,22 @@ bool Same(const Identity& a, const Identity& b) {
 }
 
 Status CheckWriteTarget(const Destination& to, const std::vector<Protected>& protect) {
-  for (const Protected& p : protect) {
-    const std::string what = Refusal(to, p);
-    if (what.empty()) continue;
-    return Status::InvalidArgument(to.name + " is " + what + (p.hint.empty() ? "" : "; " + p.hint) +
-                                   ". Nothing was written");
+  // The destination itself, then each file a loop device of it writes to, by that identity.
+  std::vector<Destination> aliases = {to};
+  for (const Identity& file : to.identity.backing) {
+    Destination alias = to;
+    alias.name = to.name + " (a loop device on " + file.spelling + ")";
+    alias.identity = file;
+    aliases.push_back(std::move(alias));
+  }
+  for (const Destination& as : aliases) {
+    for (const Protected& p : protect) {
+      const std::string what = Refusal(as, p);
+      if (what.empty()) continue;
+      return Status::InvalidArgument(as.name + " is " + what +
+                                     (p.hint.empty() ? "" : "; " + p.hint) +
+                                     ". Nothing was written");
+    }
   }
   return Status::Ok();
 }

@@ -6,7 +6,9 @@
 //   (b) the source of a job in the config;
 //   (c) the source of a snapshot in the repository (complete, or running now);
 //   (d) a replica the repository records, unless the command is replicate of the series (the
-//       source) that replica holds.
+//       source) that replica holds;
+//   (e) for a file the config writes itself (the metrics textfile): any other file the config
+//       names (the config file, a credential file, a replica).
 // Pure rules: the caller fills in what the destination and the protected things are
 // (guard/identity.h). docs/threat-model.md, "Write targets". Thread-compatible.
 #pragma once
@@ -43,6 +45,9 @@ struct Identity {
   uint64_t links = 0;  // hard links of an existing regular file
   std::vector<FileId> directories;
   uint64_t rdev = 0;  // kBlock: the device number
+  // kBlock: a loop device's backing file (the same data under another identity); the guard
+  // refuses the device for whatever it refuses that file for.
+  std::vector<Identity> backing;
   // kLun: "IQN/LUN", and the portal host's addresses ("loopback" for any loopback address);
   // empty `hosts`: not known (a name that does not resolve), so any host may be this one.
   std::string lun;
@@ -53,7 +58,13 @@ struct Identity {
 // Whether `a` and `b` are the same file, device or LUN.
 bool Same(const Identity& a, const Identity& b);
 
-enum class Rule { kRepository, kJobSource, kSnapshotSource, kReplica };
+enum class Rule {
+  kRepository,
+  kJobSource,
+  kSnapshotSource,
+  kReplica,
+  kNamedFile,  // another file the config names: itself, a credential file, a replica
+};
 
 // One thing a command must not write over.
 struct Protected {

@@ -463,6 +463,43 @@ Status ReadJobs(const std::string& file, const toml::node& node, Config* config)
   return Status::Ok();
 }
 
+// [metrics] textfile is replaced whole by every run, as root: the write guard's rules, and none
+// of the other files the config names (itself, a credential file, a replica). Said at load, so
+// that `run --dry-run` and `jobs` say it too.
+Status CheckMetricsTarget(const Config& config, const toml::table& root) {
+  if (config.metrics_textfile.empty()) return Status::Ok();
+  const toml::node* node = root.at_path("metrics.textfile").node();
+  const Place at(config.path, node != nullptr ? *node : static_cast<const toml::node&>(root),
+                 "metrics.textfile");
+  guard::Destination dest;
+  dest.name = "'" + config.metrics_textfile + "'";
+  dest.identity = guard::Identify(config.metrics_textfile);
+  std::vector<guard::Protected> protect;
+  AddProtected(config, dest.identity, &protect);
+  auto named = [&protect](const std::string& path, const std::string& what) {
+    if (path.empty()) return;
+    guard::Protected p;
+    p.rule = guard::Rule::kNamedFile;
+    p.identity = guard::Identify(path);
+    p.what = what;
+    protect.push_back(p);
+  };
+  named(config.path, "this config file");
+  for (const auto& [name, repo] : config.repositories) {
+    named(repo.password_file, "the password_file of repository " + name);
+    named(repo.key_file, "the key_file of repository " + name);
+  }
+  for (const auto& [name, job] : config.jobs) {
+    for (const std::string& to : job.replicate_to)
+      named(to, "a replica of job " + name + " (replicate_to)");
+    named(job.chap_secret_file, "the chap_secret_file of job " + name);
+    named(job.target_chap_secret_file, "the target_chap_secret_file of job " + name);
+    named(job.replica_chap_secret_file, "the replica_chap_secret_file of job " + name);
+  }
+  if (Status s = guard::CheckWriteTarget(dest, protect); !s.ok()) return at.Error(s.message());
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string ConfigPath(const std::string& flag) {
@@ -497,6 +534,7 @@ Result<Config> LoadConfig(const std::string& path) {
        }},
   };
   WB_RETURN_IF_ERROR(ReadTable(path, "", root, top));
+  WB_RETURN_IF_ERROR(CheckMetricsTarget(config, root));
   return config;
 }
 
@@ -505,6 +543,7 @@ void AddProtected(const Config& config, const guard::Identity& to,
   for (const auto& [name, repository] : config.repositories) {
     guard::AddRepository(repository.path, to, protect);
   }
+  guard::AddRepositoriesHolding(to, protect);  // and one the file does not name
   for (const auto& [name, job] : config.jobs) {
     guard::Protected source;
     source.rule = guard::Rule::kJobSource;

@@ -95,7 +95,8 @@ std::string ConfigPath(const std::string& flag);
 Result<Config> LoadConfig(const std::string& path);
 
 // What the file forbids any command to write (guard/write_guard.h): every repository it names
-// (its files too, by inode, when `to` is a file with other hard links) and every job's source.
+// (its files too, by inode, when `to` is a file with other hard links), a repository `to` lies
+// in that it does not name, and every job's source.
 void AddProtected(const Config& config, const guard::Identity& to,
                   std::vector<guard::Protected>* protect);
 

@@ -3,32 +3,33 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <cstdint>
 
 #include "common/failpoint.h"
+#include "common/safe_path.h"
 #include "common/units.h"
 
 namespace wanbackup::pipeline {
 namespace {
 
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-Status SyncDirectory(const std::string& dir_path) {
-  const int dir = ::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0 || ::fsync(dir) != 0) {
-    const int err = errno;
-    if (dir >= 0) ::close(dir);
-    return Status::FromErrno(err, "flushing the directory " + dir_path);
+// ".wanbackup-restore-<12 random letters>", for a file replaced whole.
+std::string TempName() {
+  static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  uint8_t random[12] = {};
+  size_t got = 0;
+  while (got < sizeof random) {
+    const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
   }
-  ::close(dir);
-  return Status::Ok();
+  std::string name = ".wanbackup-restore-";
+  for (const uint8_t b : random)
+    name += kLetters[b % (sizeof kLetters - 1)];
+  return name;
 }
 
 }  // namespace
@@ -44,94 +45,117 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
     sink->name_ = "standard output";
     return sink;
   }
+  Result<ResolvedPath> resolved = ResolveForWriting(path, PathPolicy::kNoPlantedLinks);
+  if (!resolved.ok()) {  // a refused link says so; a missing directory names the path too
+    const Status why = resolved.status();
+    return why.code() == StatusCode::kInvalidArgument ? why
+                                                      : why.WithContext("cannot open " + path);
+  }
+  ResolvedPath where = std::move(resolved).value();
+  sink->dir_ = std::move(where.dir);
+  sink->dir_path_ = where.dir_path;
+  sink->file_name_ = where.name;
+  sink->proc_link_ = where.proc_link;
+  const int dir = sink->dir_.get();
+  const char* name = sink->file_name_.c_str();
   struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument(path + " is a directory; give a file or device path");
-  }
-  if (exists && S_ISBLK(st.st_mode)) {
-    WB_RETURN_IF_ERROR(sink->OpenBlockDevice(path, options.expected_size));
+  // A /proc link to a pipe or socket (/dev/stdout on a pipe): it has no other name to open.
+  const int follow = where.proc_link ? 0 : AT_SYMLINK_NOFOLLOW;
+  if (::fstatat(dir, name, &st, follow) == 0) {
+    WB_RETURN_IF_ERROR(sink->OpenExisting(st, options));
     return sink;
   }
-  if (exists && S_ISCHR(st.st_mode)) {
-    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot open " + path);
-    return sink;
-  }
-  if (exists && S_ISFIFO(st.st_mode)) {
-    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot open " + path);
-    sink->sequential_ = true;
-    return sink;
-  }
-  if (exists && S_ISREG(st.st_mode) && options.in_place) {
-    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot open " + path);
-    sink->regular_ = true;
-    return sink;
-  }
-  if (exists && !options.overwrite && !options.in_place) {
-    return Status::AlreadyExists(path + " exists; use --force to overwrite it");
-  }
+  if (errno != ENOENT) return Status::FromErrno(errno, "cannot examine " + path);
   sink->regular_ = true;
   sink->zeros_free_ = true;
-  if (!exists) {
-    sink->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (sink->fd_ < 0 && errno == EEXIST) {
-      return options.in_place
-                 ? Status::Busy(path + " appeared while it was being opened; try again")
-                 : Status::AlreadyExists(path + " exists; use --force to overwrite it");
-    }
-    if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
-    sink->created_in_ = DirectoryOf(path);
-    sink->created_ = true;
-    return sink;
+  sink->fd_ = ::openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (sink->fd_ < 0 && errno == EEXIST) {
+    return options.in_place ? Status::Busy(path + " appeared while it was being opened; try again")
+                            : Status::AlreadyExists(path + " exists; use --force to overwrite it");
   }
-  WB_RETURN_IF_ERROR(sink->OpenReplacement(path));
+  if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
+  sink->sync_dir_ = true;
+  sink->created_ = true;
   return sink;
 }
 
+// An existing file, device or pipe, whose fstatat is `st`.
+Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& options) {
+  const int nofollow = proc_link_ ? 0 : O_NOFOLLOW;
+  const int dir = dir_.get();
+  const char* name = file_name_.c_str();
+  if (S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(name_ + " is a directory; give a file or device path");
+  }
+  if (S_ISBLK(st.st_mode)) return OpenBlockDevice(options.expected_size);
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    fd_ = ::openat(dir, name, O_WRONLY | O_CLOEXEC | nofollow);
+    if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + name_);
+    sequential_ = S_ISFIFO(st.st_mode);
+    return Status::Ok();
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(name_ + " is neither a file nor a device; nothing was written");
+  }
+  if (options.in_place) {
+    fd_ = ::openat(dir, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + name_);
+    regular_ = true;
+    return Status::Ok();
+  }
+  if (!options.overwrite) {
+    return Status::AlreadyExists(name_ + " exists; use --force to overwrite it");
+  }
+  regular_ = true;
+  zeros_free_ = true;
+  return OpenReplacement();
+}
+
 // Exclusively (a mounted or otherwise held device is refused), and only when it is large enough.
-Status FileSink::OpenBlockDevice(const std::string& path, uint64_t expected_size) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC);
+Status FileSink::OpenBlockDevice(uint64_t expected_size) {
+  fd_ = ::openat(dir_.get(), file_name_.c_str(), O_WRONLY | O_EXCL | O_NOFOLLOW | O_CLOEXEC);
   if (fd_ < 0) {
     if (errno == EBUSY) {
-      return Status::Busy(path +
+      return Status::Busy(name_ +
                           " is in use (mounted, or held by LVM/RAID/swap); refusing to "
                           "write to it");
     }
-    return Status::FromErrno(errno, "cannot open " + path);
+    return Status::FromErrno(errno, "cannot open " + name_);
   }
   uint64_t size = 0;
   if (::ioctl(fd_, BLKGETSIZE64, &size) != 0) {
-    return Status::FromErrno(errno, "cannot read the size of " + path);
+    return Status::FromErrno(errno, "cannot read the size of " + name_);
   }
   if (size < expected_size) {
-    return Status::InvalidArgument(path + " holds " + FormatBytes(size) + ", less than the " +
+    return Status::InvalidArgument(name_ + " holds " + FormatBytes(size) + ", less than the " +
                                    FormatBytes(expected_size) + " to write");
   }
   block_device_ = true;
   return Status::Ok();
 }
 
-// Replacing a file: through a temporary file beside the real one (a symlink's target, not the
-// link), renamed over it by Finish.
-Status FileSink::OpenReplacement(const std::string& path) {
-  char* real = ::realpath(path.c_str(), nullptr);
-  if (real == nullptr) return Status::FromErrno(errno, "cannot resolve " + path);
-  replace_path_ = real;
-  std::free(real);
-  created_in_ = DirectoryOf(replace_path_);
-  std::string temp = created_in_ + "/.wanbackup-restore-XXXXXX";
-  fd_ = ::mkostemp(temp.data(), O_CLOEXEC);  // O_EXCL, mode 0600
-  if (fd_ < 0) return Status::FromErrno(errno, "cannot create a file beside " + path);
-  temp_path_ = temp;
+// Replacing a file: through a temporary file beside it (in the directory the walk reached: a
+// symlink's target, not the link), renamed over it by Finish.
+Status FileSink::OpenReplacement() {
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    temp_name_ = TempName();
+    fd_ = ::openat(dir_.get(), temp_name_.c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ < 0 && (errno != EEXIST || attempt == 8)) {
+      const int err = errno;
+      temp_name_.clear();
+      return Status::FromErrno(err, "cannot create a file beside " + name_);
+    }
+  }
+  sync_dir_ = true;
   return Status::Ok();
 }
 
 FileSink::~FileSink() {
   if (fd_ >= 0 && owns_fd_) ::close(fd_);
-  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());  // not finished: the old file stays
+  if (!temp_name_.empty()) {  // not finished: the old file stays
+    ::unlinkat(dir_.get(), temp_name_.c_str(), 0);
+  }
 }
 
 Status FileSink::Write(uint64_t offset, const uint8_t* data, size_t length) {
@@ -163,17 +187,19 @@ Status FileSink::Finish(uint64_t total_size) {
   if ((regular_ || block_device_) && ::fsync(fd_) != 0) {
     return Status::FromErrno(errno, "flushing " + name_ + " to stable storage");
   }
-  if (!temp_path_.empty()) {
+  if (!temp_name_.empty()) {
     if (WB_INJECT_ERROR("restore.before-rename")) {
       return Status::FromErrno(EIO, "replacing " + name_);
     }
-    if (::rename(temp_path_.c_str(), replace_path_.c_str()) != 0) {
+    if (::renameat(dir_.get(), temp_name_.c_str(), dir_.get(), file_name_.c_str()) != 0) {
       return Status::FromErrno(errno, "replacing " + name_);
     }
-    temp_path_.clear();
+    temp_name_.clear();
   }
   // A new file's name is durable only once its directory is.
-  if (!created_in_.empty()) WB_RETURN_IF_ERROR(SyncDirectory(created_in_));
+  if (sync_dir_ && ::fsync(dir_.get()) != 0) {
+    return Status::FromErrno(errno, "flushing the directory " + dir_path_);
+  }
   if (owns_fd_) {
     const int fd = fd_;
     fd_ = -1;

@@ -9,14 +9,20 @@
 // are skipped; Finish() truncates to the final size and fsyncs before reporting success. An
 // existing regular file is replaced only whole: the data goes to a temporary file beside it
 // (O_EXCL, 0600), which Finish() fsyncs and renames over it, then fsyncs the directory; a sink
-// destroyed before that removes the temporary file and leaves the old one untouched.
+// destroyed before that removes the temporary file and leaves the old one untouched. The path is
+// resolved without following a symlink another user could have planted (common/safe_path.h:
+// refused, one line), and the file is then opened, created and renamed relative to its
+// directory with O_NOFOLLOW.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "common/block_io.h"
+#include "common/unique_fd.h"
 
 namespace wanbackup::pipeline {
 
@@ -44,9 +50,16 @@ class FileSink : public BlockSink {
 
  private:
   FileSink() = default;
-  Status OpenBlockDevice(const std::string& path, uint64_t expected_size);
-  Status OpenReplacement(const std::string& path);
+  Status OpenBlockDevice(uint64_t expected_size);
+  Status OpenReplacement();
+  Status OpenExisting(const struct stat& st, const FileSinkOptions& options);
   std::string name_;
+  // The directory that holds the file, reached without following a link another user planted
+  // (common/safe_path.h), and the file's name in it: every open, create and rename is relative
+  // to it, with O_NOFOLLOW.
+  UniqueFd dir_;
+  std::string dir_path_, file_name_;
+  bool proc_link_ = false;  // file_name_ is a /proc link to a pipe or socket: opened following it
   int fd_ = -1;
   bool owns_fd_ = true;
   bool sequential_ = false;
@@ -54,9 +67,8 @@ class FileSink : public BlockSink {
   bool regular_ = false;
   bool block_device_ = false;
   bool created_ = false;
-  std::string created_in_;  // directory of a file this sink created: synced by Finish
-  std::string temp_path_;   // replacing a file: written here, renamed over replace_path_
-  std::string replace_path_;
+  bool sync_dir_ = false;  // a file this sink created or replaced: its directory synced by Finish
+  std::string temp_name_;  // replacing a file: written here (in dir_), renamed over file_name_
   uint64_t position_ = 0;  // sequential sinks: the next offset expected
 };
 

@@ -125,10 +125,17 @@ TEST_CASE("replicate: --check reads the replica and repairs what changed behind 
   CHECK(SameFile(s.replica, s.image));
 }
 
-TEST_CASE("replicate: an existing file with no record is compared, not trusted", "[replicate]") {
+TEST_CASE("replicate: an existing file with no record needs --force, and is compared, not trusted",
+          "[replicate]") {
   Setup s;
   WriteImage(s.replica, 5, 3);  // a stale copy made some other way
-  auto r = s.Replicate();
+  const std::string stale = ReadAll(s.replica);
+  const RunResult refused = s.repo.Wb({"replicate", "latest", "--to", s.replica});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains(s.replica + " exists and is no replica this repository "
+                                                      "records; --force makes it one"));
+  CHECK(ReadAll(s.replica) == stale);
+  auto r = s.Replicate({"--force"});
   CHECK(r["mode"] == "check");
   CHECK(r["chunks_written"] == 5);
   CHECK(SameFile(s.replica, s.image));
@@ -175,6 +182,37 @@ TEST_CASE("replicate: a file changed behind its back is compared even without --
   CHECK_THAT(r["reason"].get<std::string>(), Catch::Contains("changed since the last run"));
   CHECK(r["chunks_written"] == 5);
   CHECK(SameFile(s.replica, s.image));
+}
+
+TEST_CASE("replicate: a text file is not made a replica without --force", "[replicate]") {
+  Setup s;
+  const std::string notes = s.dir / "notes.txt";
+  std::ofstream(notes) << "text\n";
+  const RunResult r = s.repo.Wb({"replicate", "1", "--to", notes});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  CHECK(ReadAll(notes) == "text\n");
+  CHECK(Json(s.repo.Wb({"replicas", "--json"})).empty());
+}
+
+TEST_CASE("replicate: a block device that holds data is not written without --force",
+          "[replicate]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for a loop device");
+  Setup s;
+  const std::string backing = s.dir / "device.img";
+  WriteImage(backing, 5, 3);  // data in its first MiB: a disk that holds something
+  const RunResult attach = wanbackup::testing::Run({"losetup", "--find", "--show", backing});
+  if (attach.exit_code != 0) WB_SKIP("no loop device could be attached here");
+  std::string loop = attach.out;
+  while (!loop.empty() && loop.back() == '\n')
+    loop.pop_back();
+  const std::string held = ReadAll(backing);
+  const RunResult r = s.repo.Wb({"replicate", "1", "--to", loop});
+  wanbackup::testing::Run({"losetup", "-d", loop});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(loop + " holds data (its first or last MiB is not zeros) and "
+                                           "is no replica this repository records"));
+  CHECK(ReadAll(backing) == held);
 }
 
 TEST_CASE("replicate: a short file (a killed first run) is extended and compared", "[replicate]") {
@@ -274,8 +312,8 @@ TEST_CASE(
   WriteImage(spare, 30, 8);
   const RunResult killed =
       s.repo.Wb({"snapshot", spare}, "", {{"WANBACKUP_FAILPOINT", "snapshot.before-finish"}});
-  CHECK(killed.exit_code == -1);  // died by the signal
-  Json(s.repo.Wb({"replicate", "1", "--to", spare, "--json"}));
+  CHECK(killed.exit_code == -1);                                            // died by the signal
+  Json(s.repo.Wb({"replicate", "1", "--to", spare, "--json", "--force"}));  // no replica yet
   CHECK(SameFile(spare, s.image));
   s.repo.Ok({"snapshot", other});  // closes the killed run's row as failed
   WriteImage(spare, 30, 8);
@@ -328,7 +366,8 @@ TEST_CASE("replicas: --forget drops the record, and the next replicate compares"
   s.Replicate();
   s.repo.Ok({"replicas", "--forget", "1"});
   CHECK(Json(s.repo.Wb({"replicas", "--json"})).empty());
-  auto r = s.Replicate();
+  CHECK(s.repo.Wb({"replicate", "latest", "--to", s.replica}).exit_code == 2);  // no record now
+  auto r = s.Replicate({"--force"});
   CHECK(r["mode"] == "check");
   CHECK(r["chunks_written"] == 0);
 }

@@ -7,6 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -107,6 +111,133 @@ TEST_CASE("metrics: symlinks another user plants in the textfile directory redir
   }
 }
 
+TEST_CASE(
+    "metrics: a textfile directory reached through a link another user planted, or owned by "
+    "them, is refused and nothing is written there",
+    "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  const std::string shared = job.dir / "pub";
+  REQUIRE(::mkdir(shared.c_str(), 0755) == 0);
+  REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+  const std::string secret_dir = job.dir / "root-only";
+  REQUIRE(::mkdir(secret_dir.c_str(), 0700) == 0);
+  const std::string victim = secret_dir + "/wanbackup.prom";
+  std::ofstream(victim) << "precious\n";
+  REQUIRE(::chmod(victim.c_str(), 0600) == 0);
+  const std::string planted = shared + "/promdir", theirs = shared + "/theirs";
+  REQUIRE(AsOtherUser([&] {
+    return ::symlink(secret_dir.c_str(), planted.c_str()) == 0 &&
+           ::mkdir(theirs.c_str(), 0755) == 0;
+  }));
+  const std::string config = job.dir / "wanbackup.toml";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {planted, planted + " is a symlink owned by uid " + std::to_string(kOtherUid)},
+      {theirs, theirs + ": owned by uid " + std::to_string(kOtherUid) + ", not root or you"},
+  };
+  for (const auto& [dir, says] : cases) {
+    INFO(dir);
+    job.WriteConfig(config, "\n[metrics]\ntextfile = \"" + dir + "/wanbackup.prom\"\n");
+    const RunResult dry = job.repo.Wb({"run", "disk", "--dry-run", "--config", config});
+    CHECK(dry.exit_code == 2);
+    CHECK_THAT(dry.err, Catch::Contains("[metrics] textfile: " + says));
+    const RunResult r = job.Run(config);  // the job runs; the metrics are not written, it warns
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("metrics: " + says));
+  }
+  CHECK(Contents(victim) == "precious\n");
+  CHECK((ModeOf(victim) & 07777) == 0600);
+  CHECK(std::distance(std::filesystem::directory_iterator(secret_dir),
+                      std::filesystem::directory_iterator()) == 1);
+  CHECK(std::filesystem::is_empty(theirs));
+}
+
+TEST_CASE(
+    "restore, replicate, copy: a symlink another user planted at the destination is not "
+    "followed, --force or not",
+    "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  job.repo.Ok({"snapshot", job.image});
+  const std::string victim = job.dir / "root-only";
+  std::ofstream(victim) << "precious\n";
+  REQUIRE(::chmod(victim.c_str(), 0600) == 0);
+  const std::string sticky = job.dir / "pub", theirs = job.dir / "theirs";
+  REQUIRE(::mkdir(sticky.c_str(), 0755) == 0);
+  REQUIRE(::chmod(sticky.c_str(), 01777) == 0);
+  REQUIRE(::mkdir(theirs.c_str(), 0755) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);  // theirs, not sticky
+  const std::string a = sticky + "/a.img", b = theirs + "/b.img";
+  REQUIRE(AsOtherUser([&] {
+    return ::symlink(victim.c_str(), a.c_str()) == 0 && ::symlink(victim.c_str(), b.c_str()) == 0;
+  }));
+  const std::vector<std::vector<std::string>> commands = {
+      {"restore", "1", "--to", a, "--force"},
+      {"replicate", "1", "--to", b, "--force"},
+      {"replicate", "1", "--to", a},
+      {"copy", job.image, b, "--force"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const std::string& to = args[args.size() - (args.back() == "--force" ? 2 : 1)];
+    INFO(args[0] << " to " << to);
+    const RunResult r = job.repo.Wb(args);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err,
+               Catch::Contains(to + " is a symlink owned by uid " + std::to_string(kOtherUid) +
+                               " in a directory others can "
+                               "write"));
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+  }
+  CHECK(Contents(victim) == "precious\n");
+  CHECK((ModeOf(victim) & 07777) == 0600);
+  // Root's own link there is followed as before.
+  const std::string mine = sticky + "/mine.img", real = job.dir / "restored.img";
+  REQUIRE(::symlink(real.c_str(), mine.c_str()) == 0);
+  job.repo.Ok({"restore", "1", "--to", mine});
+  CHECK(SameFile(real, job.image));
+}
+
+TEST_CASE(
+    "schedule --install: a unit directory others can write or own, a planted drop-in link or a "
+    "repository is refused and nothing is written",
+    "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  const std::string config = job.dir / "wanbackup.toml";
+  job.WriteConfig(config, "schedule = \"daily\"\n");
+  const std::string open = job.dir / "open", theirs = job.dir / "theirs",
+                    linked = job.dir / "units";
+  const std::string victim = job.dir / "root-only";
+  for (const std::string& d : {open, theirs, linked, victim})
+    REQUIRE(::mkdir(d.c_str(), 0755) == 0);
+  REQUIRE(::chmod(open.c_str(), 01777) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  REQUIRE(::chmod(victim.c_str(), 0700) == 0);
+  REQUIRE(::symlink(victim.c_str(), (linked + "/wanbackup@disk.service.d").c_str()) == 0);
+  REQUIRE(AsOtherUser([&] {  // what they would plant in the shared one
+    return ::symlink(victim.c_str(), (open + "/wanbackup@disk.service.d").c_str()) == 0;
+  }));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {open, open + ": writable by group or others"},
+      {theirs, theirs + ": owned by uid " + std::to_string(kOtherUid)},
+      {linked, linked + "/wanbackup@disk.service.d is a symlink or not a directory"},
+      {job.repo.path(), "is repository " + job.repo.path()},
+  };
+  const auto repo_before = TreeContents(job.repo.path());
+  for (const auto& [dir, says] : cases) {
+    INFO(dir);
+    const RunResult r =
+        job.repo.Wb({"schedule", "disk", "--install", "--unit-dir", dir, "--config", config});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+  }
+  CHECK(std::filesystem::is_empty(victim));
+  CHECK(std::filesystem::is_empty(theirs));
+  CHECK(!std::filesystem::exists(linked + "/wanbackup@.service"));  // nothing before the refusal
+  CHECK(TreeContents(job.repo.path()) == repo_before);
+}
+
 TEST_CASE("run: a config file another user owns is refused when root runs it, naming its owner",
           "[rootfiles]") {
   if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
@@ -150,6 +281,21 @@ TEST_CASE("run: a config file in a directory another user can write is refused, 
                       0) == 0);
     CHECK(r.err.find('\n') == r.err.size() - 1);
   }
+}
+
+TEST_CASE("key change: a repository's own file is refused as the new passphrase file",
+          "[rootfiles]") {
+  RootJob job;
+  const std::string config_json = job.repo.path() + "/config.json";
+  const std::string before = Contents(config_json);
+  for (const std::string& file : {config_json, job.repo.path() + "/./catalog.db"}) {
+    INFO(file);
+    const RunResult r = job.repo.Wb({"key", "change", "--new-password-file", file});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "wanbackup: error: --new-password-file " + file +
+                       " is a file of a repository, not a passphrase file. Nothing was changed\n");
+  }
+  CHECK(Contents(config_json) == before);
 }
 
 TEST_CASE("key change: a new passphrase file others can read is refused, as the config refuses it",

@@ -8,14 +8,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
 #include "support/repo_cli.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 namespace wanbackup::testing {
@@ -148,6 +151,204 @@ TEST_CASE("write guard: a job that replicates into a repository of its config is
                         << "/./disk.img\"]\n";
   CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                "is the source of job disk");
+  CHECK(s.State() == before);
+}
+
+TEST_CASE(
+    "write guard: a metrics textfile over a repository's file, a source, the config, a key file "
+    "or a replica is refused by run and run --dry-run",
+    "[guard]") {
+  GuardRepo s;
+  const std::string other_repo = s.dir / "other-repo", other_key = s.dir / "other.key";
+  s.repo.Ok({"init", other_repo, "--key-file", other_key, "--chunk-size", "64K"});
+  const std::string production = s.dir / "production.img", standby = s.dir / "standby.img";
+  WriteNoiseImage(production, 2, 4);
+  const std::string config = s.dir / "wanbackup.toml";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {s.repo.path() + "/config.json", "is a file of repository " + s.repo.path()},
+      {other_repo + "/catalog.db", "is a file of repository " + other_repo},
+      {s.dir / "./production.img", "is the source of job production"},
+      {config, "is this config file"},
+      {other_key, "is the key_file of repository other"},
+      {standby, "is a replica of job disk (replicate_to)"},
+  };
+  auto state = [&] {
+    std::map<std::string, std::string> all = TreeContents(s.repo.path());
+    all.erase(s.repo.path() + "/lock");
+    for (const auto& [file, data] : TreeContents(other_repo))
+      all[file] = data;
+    for (const std::string& file : {s.image, production, other_key})
+      all[file] = FileContents(file);
+    return all;
+  };
+  const auto before = state();
+  for (const auto& [textfile, says] : cases) {
+    INFO(textfile);
+    std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path()
+                          << "\"\nkey_file = \"" << s.repo.key() << "\"\n"
+                          << "[repositories.other]\npath = \"" << other_repo << "\"\nkey_file = \""
+                          << other_key << "\"\n\n"
+                          << "[jobs.disk]\nrepository = \"main\"\nsource = \"" << s.image
+                          << "\"\nreplicate_to = [\"" << standby << "\"]\n\n"
+                          << "[jobs.production]\nrepository = \"other\"\nsource = \"" << production
+                          << "\"\n\n[metrics]\ntextfile = \"" << textfile << "\"\n";
+    REQUIRE(::chmod(config.c_str(), 0600) == 0);
+    const std::string kept = FileContents(config);
+    std::string expected = "metrics.textfile: '";
+    expected += textfile;
+    expected += "' ";
+    expected += says;
+    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}), expected);
+    if (textfile == cases[0].first) {  // the run loads the file as the dry run does
+      CheckRefused(s.repo.Wb({"run", "disk", "--config", config}), says);
+    }
+    CHECK(FileContents(config) == kept);
+  }
+  CHECK(state() == before);
+  CHECK(!std::filesystem::exists(standby));
+}
+
+TEST_CASE(
+    "write guard: restore --overwrite-source rolls back only the restored snapshot's own source, "
+    "never another series' source",
+    "[guard]") {
+  GuardRepo s;
+  const std::string other = s.dir / "other.img";
+  WriteNoiseImage(other, 5, 4);
+  s.repo.Ok({"snapshot", other});  // snapshot 2, another series
+  const auto before = s.State();
+  const std::string kept = FileContents(other);
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", other, "--force", "--overwrite-source"}),
+               "is the source of snapshot 2; --overwrite-source rolls back only the restored "
+               "snapshot's own source");
+  CHECK(FileContents(other) == kept);
+  CHECK(s.State() == before);
+  WriteNoiseImage(s.image, 6, 4);  // snapshot 1's own disk, changed since: rolled back
+  s.repo.Ok({"restore", "1", "--to", s.image, "--force", "--overwrite-source"});
+  WriteNoiseImage(s.dir / "original.img", 1, 4);
+  CHECK(SameFile(s.image, s.dir / "original.img"));
+}
+
+// wanbackup `args`, its standard output opened read-write on `file` without truncating it
+// (`1<>file`), as a shell user would.
+RunResult WithStdoutOn(const RepoCli& repo, const std::string& file,
+                       std::vector<std::string> args) {
+  std::vector<std::string> argv = {"sh", "-c", "exec \"$@\" 1<>\"$WB_STDOUT\"", "sh",
+                                   WB_WANBACKUP_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunOptions o;
+  o.env = {
+      {"WANBACKUP_REPO", repo.path()}, {"WANBACKUP_KEY_FILE", repo.key()}, {"WB_STDOUT", file}};
+  return Run(argv, o);
+}
+
+TEST_CASE(
+    "write guard: --to - and copy to - refuse a standard output opened on a source or a "
+    "repository file",
+    "[guard]") {
+  GuardRepo s;
+  const auto before = s.State();
+  CheckRefused(WithStdoutOn(s.repo, s.image, {"restore", "1", "--to", "-"}),
+               "standard output is the source of snapshot 1");
+  CheckRefused(WithStdoutOn(s.repo, s.repo.catalog(), {"restore", "1", "--to", "-"}),
+               "standard output is a file of repository " + s.repo.path());
+  CheckRefused(WithStdoutOn(s.repo, s.image, {"copy", s.image, "-"}),
+               "standard output is the source of this copy");
+  CHECK(s.State() == before);
+  // A file that is none of those is written.
+  const std::string out = s.dir / "out.img";
+  std::ofstream(out).put('x');
+  const RunResult r = WithStdoutOn(s.repo, out, {"restore", "1", "--to", "-"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(SameFile(out, s.image));
+}
+
+TEST_CASE(
+    "write guard: a repository no command names is known by its files: restore, replicate and "
+    "copy refuse it",
+    "[guard]") {
+  GuardRepo s;
+  const std::string other = s.dir / "other-repo";
+  s.repo.Ok({"init", other, "--key-file", s.dir / "other.key", "--chunk-size", "64K"});
+  const std::map<std::string, std::string> kept = TreeContents(other);
+  const std::vector<std::vector<std::string>> commands = {
+      {"restore", "1", "--to", other + "/config.json", "--force"},
+      {"replicate", "latest", "--to", other + "/catalog.db"},
+      {"copy", s.image, other + "/config.json", "--force"},
+      {"copy", s.image, other + "/packs/new.img"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    INFO(args[0] << " " << args[args[0] == "copy" ? 2 : 3]);
+    CheckRefused(s.repo.Wb(args), "is a file of repository " + other);
+  }
+  CheckRefused(WithStdoutOn(s.repo, other + "/config.json", {"copy", s.image, "-"}),
+               "standard output is a file of repository " + other);
+  CHECK(TreeContents(other) == kept);
+  CHECK(!std::filesystem::exists(other + "/packs/new.img"));
+}
+
+// A loop device on a file for the length of a test; empty path() when none can be attached.
+struct Loop {
+  std::string device;
+  explicit Loop(const std::string& file) {
+    const RunResult r = Run({"losetup", "--find", "--show", file});
+    if (r.exit_code == 0) device = r.out.substr(0, r.out.find('\n'));
+  }
+  ~Loop() {
+    if (!device.empty()) Run({"losetup", "-d", device});
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+};
+
+TEST_CASE(
+    "write guard: a loop device on a snapshot's source, a job's source or a repository file is "
+    "refused as that file",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  GuardRepo s;
+  const Loop on_source(s.image), on_catalog(s.repo.catalog());
+  if (on_source.device.empty() || on_catalog.device.empty()) WB_SKIP("no loop device here");
+  const auto before = s.State();
+  CheckRefused(
+      s.repo.Wb({"restore", "1", "--to", on_source.device, "--force"}),
+      on_source.device + " (a loop device on " + s.image + ") is the source of snapshot 1");
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_source.device}),
+               "(a loop device on " + s.image + ") is the source of snapshot 1");
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_catalog.device}),
+               "is a file of repository " + s.repo.path());
+  const std::string config = s.dir / "wanbackup.toml";
+  const std::string production = s.dir / "production.img";
+  WriteNoiseImage(production, 2, 4);
+  const Loop on_production(production);
+  REQUIRE(!on_production.device.empty());
+  std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path() << "\"\nkey_file = \""
+                        << s.repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << s.image << "\"\nreplicate_to = [\"" << on_production.device
+                        << "\"]\n\n[jobs.production]\nrepository = \"main\"\nsource = \""
+                        << production << "\"\n";
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+               "(a loop device on " + production + ") is the source of job production");
+  CHECK(s.State() == before);
+}
+
+TEST_CASE(
+    "write guard: a file bind-mounted over another path is known as the repository file it is",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root to bind-mount");
+  GuardRepo s;
+  const std::string over = s.dir / "innocent.img";
+  std::ofstream(over).put('x');
+  const std::string config_json = s.repo.path() + "/config.json";
+  if (Run({"mount", "--bind", config_json, over}).exit_code != 0) WB_SKIP("cannot bind-mount here");
+  const auto before = s.State();
+  const RunResult replicate = s.repo.Wb({"replicate", "1", "--to", over});
+  const RunResult restore = s.repo.Wb({"restore", "1", "--to", over, "--force"});
+  Run({"umount", over});
+  CheckRefused(replicate, over + " is a file of repository " + s.repo.path());
+  CheckRefused(restore, over + " is a file of repository " + s.repo.path());
   CHECK(s.State() == before);
 }
 

@@ -94,6 +94,27 @@ TEST_CASE("write guard: a file inside a repository, or its directory, or its dev
         "/y/link is a file of repository /x. Nothing was written");
 }
 
+TEST_CASE("write guard: a loop device is refused for what its backing file is refused for",
+          "[guard]") {
+  Identity loop;
+  loop.kind = Identity::Kind::kBlock;
+  loop.exists = true;
+  loop.rdev = 7;
+  Identity backing = File(5, {{1, 21}, {1, 2}});
+  backing.spelling = "/y/disk.img";
+  loop.backing.push_back(backing);
+  const Protected source = Of(Rule::kJobSource, File(5), "the source of job db");
+  CHECK(Refused(To("/dev/loop3", loop), {source}) ==
+        "/dev/loop3 (a loop device on /y/disk.img) is the source of job db. Nothing was written");
+  Protected repo = Of(Rule::kRepository, File(21), "repository /y");
+  repo.tree = true;
+  CHECK(Refused(To("/dev/loop3", loop), {repo}) ==
+        "/dev/loop3 (a loop device on /y/disk.img) is a file of repository /y. Nothing was "
+        "written");
+  loop.backing.clear();  // another loop device, on another file
+  CHECK(Refused(To("/dev/loop3", loop), {source, repo}).empty());
+}
+
 TEST_CASE("write guard: the source of a job in the config is refused", "[guard]") {
   Protected job = Of(Rule::kJobSource, Lun("iqn.x:db/1", {"10.0.0.5"}), "the source of job db");
   job.hint = "a replica is a standby copy";

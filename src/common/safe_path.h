@@ -1,0 +1,54 @@
+// Resolving a path that wanbackup (often root) is about to write, without being turned aside by
+// a symlink or a directory another local user planted on the way (docs/threat-model.md, "Write
+// targets").
+//
+// The path is walked one component at a time from / (a relative one from the working
+// directory), each directory opened with openat(O_DIRECTORY|O_NOFOLLOW) relative to the one
+// before, so the directory checked is the directory used: the caller creates, opens or renames
+// the last component relative to the returned descriptor (openat/renameat with O_NOFOLLOW), and
+// a link swapped in after the walk is not followed. Symlinks are followed as the kernel follows
+// them (a /dev/disk/by-id link, the user's own link to a file), except one another user could
+// have planted: a symlink owned by neither root nor the user wanbackup runs as, in a directory
+// that somebody else can write (writable by group or others, sticky or not, or owned by another
+// user). That is Linux's fs.protected_symlinks, also where it is off and also without the
+// sticky bit. With kTrusted, every directory on the way must in addition pass file_trust.h's
+// rule (owned by root or the user, not writable by group or others unless sticky): for files
+// written whole as root that a service reads (the metrics textfile, systemd units).
+// A link in /proc to something that is not a path (a pipe, a socket) ends the walk there.
+// Thread-safe (no shared state).
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace wanbackup {
+
+enum class PathPolicy {
+  kNoPlantedLinks,  // refuse a link another user could have planted
+  kTrusted,         // and every directory must be one only root or the user can change
+};
+
+struct ResolvedPath {
+  UniqueFd dir;          // the directory that holds the last component
+  std::string dir_path;  // that directory, with symlinks resolved (for messages)
+  std::string name;      // the last component: a file, a device, or not there yet
+  // The last component is a kernel link in /proc to something that is not a path (a pipe):
+  // open it following the link.
+  bool proc_link = false;
+  std::string path() const { return dir_path == "/" ? "/" + name : dir_path + "/" + name; }
+};
+
+// What becomes of a symlink at the last component.
+enum class LastLink {
+  kFollow,  // followed under the policy (a file written in place, a device)
+  kKeep,    // returned as the name (a file replaced whole: rename replaces the link)
+};
+
+// InvalidArgument, one line naming the link or directory and the rule, for a refused one or a
+// path that names a directory; NotFound (from errno) for a directory on the way that is missing.
+Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,
+                                       LastLink last_link = LastLink::kFollow);
+
+}  // namespace wanbackup
