@@ -304,7 +304,7 @@ TEST_CASE("wanem: in super-packets and packet by packet, TCP sees MSS 1448 and t
     if (per_packet) {
       CHECK(frames == packets);
     } else {
-      CHECK(frames * 4 < packets);  // several segments per frame read
+      CHECK(frames * 2 < packets);  // several segments per frame read (TSO autosizing: ~1 ms)
     }
   }
 }
