@@ -8,26 +8,11 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "common/safe_path.h"
 #include "common/unique_fd.h"
 
 namespace wanbackup {
 namespace {
-
-// ".<name>.tmp-<12 random letters>": hidden, and not ending as the target does (a
-// node_exporter reads *.prom only).
-std::string TempName(const std::string& name) {
-  static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  uint8_t random[12] = {};
-  size_t got = 0;
-  while (got < sizeof random) {
-    const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  std::string tmp = "." + name + ".tmp-";
-  for (const uint8_t b : random)
-    tmp += kLetters[b % (sizeof kLetters - 1)];
-  return tmp;
-}
 
 // Ends a failed write: the temporary goes, the error is the first one's.
 Status Abandon(int fd, int dir, const std::string& tmp, const Status& why) {
@@ -41,6 +26,21 @@ std::string Joined(const std::string& dir, const std::string& name) {
 }
 
 }  // namespace
+
+Result<std::string> RandomName(const std::string& prefix) {
+  static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  uint8_t random[12] = {};
+  size_t got = 0;
+  while (got < sizeof random) {
+    const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
+    if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "getrandom");
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  std::string name = prefix;
+  for (const uint8_t b : random)
+    name += kLetters[b % (sizeof kLetters - 1)];
+  return name;
+}
 
 Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode) {
   const size_t slash = path.rfind('/');
@@ -60,7 +60,9 @@ Status WriteFileAtomicallyAt(int dir, const std::string& dir_path, const std::st
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
-    tmp = TempName(name);
+    // ".<name>.tmp-<12 random letters>": hidden, and not ending as the target does (a
+    // node_exporter reads *.prom only).
+    WB_ASSIGN_OR_RETURN(tmp, RandomName("." + name + ".tmp-"));
     fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && (errno != EEXIST || attempt == 8)) {
       return Status::FromErrno(errno, "creating a temporary file in " + dir_path);
@@ -83,8 +85,7 @@ Status WriteFileAtomicallyAt(int dir, const std::string& dir_path, const std::st
   if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) {
     return Abandon(-1, dir, tmp, Status::FromErrno(errno, "replacing " + path));
   }
-  if (::fsync(dir) != 0) return Status::FromErrno(errno, "flushing " + dir_path);
-  return Status::Ok();
+  return SyncDirectory(dir, dir_path);
 }
 
 Status ReadRegularFileNoFollow(const std::string& path, std::string* content) {

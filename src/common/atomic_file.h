@@ -16,9 +16,15 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.h"
 #include "common/status.h"
 
 namespace wanbackup {
+
+// `prefix` followed by 12 random letters and digits (getrandom), for a temporary file created
+// with O_EXCL beside the one it replaces. Retried on EINTR; any other getrandom error is
+// returned.
+Result<std::string> RandomName(const std::string& prefix);
 
 // Replaces `path` with a file of `mode` that holds `content`. The file is owned by the caller.
 [[nodiscard]] Status WriteFileAtomically(const std::string& path, std::string_view content,

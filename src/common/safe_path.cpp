@@ -17,6 +17,8 @@ namespace wanbackup {
 namespace {
 
 constexpr int kMaxLinks = 40;  // as the kernel's MAXSYMLINKS
+// Directories on the way are only searched, never read: O_PATH needs no read permission.
+constexpr int kWalkFlags = O_PATH | O_DIRECTORY | O_CLOEXEC;
 
 bool Ours(uid_t uid) {
   return uid == 0 || uid == ::geteuid();
@@ -65,12 +67,12 @@ class Walk {
   Status Start() {
     fds_.clear();
     names_.clear();
-    UniqueFd root(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open("/", kWalkFlags));
     if (!root.valid()) return Status::FromErrno(errno, "/");
     return Push(std::move(root), "");
   }
   Status Enter(const std::string& name) {
-    UniqueFd dir(::openat(fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd dir(::openat(fd(), name.c_str(), kWalkFlags | O_NOFOLLOW));
     if (!dir.valid()) return Status::FromErrno(errno, Join(name));
     return Push(std::move(dir), name);
   }
@@ -82,14 +84,7 @@ class Walk {
 
   // InvalidArgument when the link `name` (lstat `link`) may have been planted by another user.
   Status MayFollow(const std::string& name, const struct stat& link) const {
-    struct stat dir {};
-    if (::fstat(fd(), &dir) != 0) return Status::FromErrno(errno, Path());
-    if (Ours(link.st_uid) || !OthersCanWrite(dir)) return Status::Ok();
-    return Status::InvalidArgument(
-        Join(name) + " is a symlink owned by uid " + std::to_string(link.st_uid) +
-        " in a directory others can write (" + Path() + ", owned by uid " +
-        std::to_string(dir.st_uid) + ", mode " + Mode(dir.st_mode) +
-        "): not followed, another user may have planted it. Nothing was written");
+    return RefusePlanted(fd(), Path(), name, link, "not followed");
   }
 
   // Whether the current directory is in /proc (where links name pipes and sockets too).
@@ -98,10 +93,14 @@ class Walk {
     return ::fstatfs(fd(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
   }
 
+  // The directory reached is reopened for reading, so that it can be fsynced; one the user may
+  // search but not read (0711, 0733, root on NFS with root_squash) stays an O_PATH descriptor,
+  // which SyncDirectory skips.
   ResolvedPath Finish(const std::string& name, bool proc_link) {
     ResolvedPath out;
     out.dir_path = Path();
-    out.dir = std::move(fds_.back());
+    UniqueFd readable(::openat(fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    out.dir = readable.valid() ? std::move(readable) : std::move(fds_.back());
     out.name = name;
     out.proc_link = proc_link;
     return out;
@@ -154,6 +153,19 @@ Status NamesDirectory(const std::string& path) {
 
 }  // namespace
 
+Status RefusePlanted(int dir, const std::string& dir_path, const std::string& name,
+                     const struct stat& st, const std::string& outcome) {
+  struct stat holder {};
+  if (::fstat(dir, &holder) != 0) return Status::FromErrno(errno, dir_path);
+  if (Ours(st.st_uid) || !OthersCanWrite(holder)) return Status::Ok();
+  const char* kind = S_ISLNK(st.st_mode) ? "symlink" : S_ISFIFO(st.st_mode) ? "FIFO" : "file";
+  return Status::InvalidArgument(
+      (dir_path == "/" ? "/" + name : dir_path + "/" + name) + " is a " + kind + " owned by uid " +
+      std::to_string(st.st_uid) + " in a directory others can write (" + dir_path +
+      ", owned by uid " + std::to_string(holder.st_uid) + ", mode " + Mode(holder.st_mode) +
+      "): " + outcome + ", another user may have planted it. Nothing was written");
+}
+
 Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,
                                        LastLink last_link) {
   if (path.empty()) return Status::InvalidArgument("an empty path");
@@ -203,6 +215,13 @@ Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy polic
     WB_RETURN_IF_ERROR(walk.Enter(name));
   }
   return NamesDirectory(path);
+}
+
+Status SyncDirectory(int dir, const std::string& dir_path) {
+  const int flags = ::fcntl(dir, F_GETFL);
+  if (flags >= 0 && (flags & O_PATH) != 0) return Status::Ok();  // not readable: see the header
+  if (::fsync(dir) != 0) return Status::FromErrno(errno, "flushing the directory " + dir_path);
+  return Status::Ok();
 }
 
 }  // namespace wanbackup

@@ -3,20 +3,22 @@
 // targets").
 //
 // The path is walked one component at a time from / (a relative one from the working
-// directory), each directory opened with openat(O_DIRECTORY|O_NOFOLLOW) relative to the one
-// before, so the directory checked is the directory used: the caller creates, opens or renames
-// the last component relative to the returned descriptor (openat/renameat with O_NOFOLLOW), and
-// a link swapped in after the walk is not followed. Symlinks are followed as the kernel follows
-// them (a /dev/disk/by-id link, the user's own link to a file), except one another user could
-// have planted: a symlink owned by neither root nor the user wanbackup runs as, in a directory
-// that somebody else can write (writable by group or others, sticky or not, or owned by another
-// user). That is Linux's fs.protected_symlinks, also where it is off and also without the
-// sticky bit. With kTrusted, every directory on the way must in addition pass file_trust.h's
-// rule (owned by root or the user, not writable by group or others unless sticky): for files
-// written whole as root that a service reads (the metrics textfile, systemd units).
-// A link in /proc to something that is not a path (a pipe, a socket) ends the walk there.
-// Thread-safe (no shared state).
+// directory), each directory opened with openat(O_PATH|O_DIRECTORY|O_NOFOLLOW) relative to the
+// one before (searching a directory needs execute permission only, as the kernel's own walk), so
+// the directory checked is the directory used: the caller creates, opens or renames the last
+// component relative to the returned descriptor (openat/renameat with O_NOFOLLOW), and a link
+// swapped in after the walk is not followed. Symlinks are followed as the kernel follows them (a
+// /dev/disk/by-id link, the user's own link to a file), except one another user could have planted:
+// a symlink owned by neither root nor the user wanbackup runs as, in a directory that somebody else
+// can write (writable by group or others, sticky or not, or owned by another user). That is Linux's
+// fs.protected_symlinks, also where it is off and also without the sticky bit. With kTrusted, every
+// directory on the way must in addition pass file_trust.h's rule (owned by root or the user, not
+// writable by group or others unless sticky): for files written whole as root that a service reads
+// (the metrics textfile, systemd units). A link in /proc to something that is not a path (a pipe, a
+// socket) ends the walk there. Thread-safe (no shared state).
 #pragma once
+
+#include <sys/stat.h>
 
 #include <string>
 
@@ -31,7 +33,9 @@ enum class PathPolicy {
 };
 
 struct ResolvedPath {
-  UniqueFd dir;          // the directory that holds the last component
+  // The directory that holds the last component: open for reading, or O_PATH when the user may
+  // search it but not read it (usable with the *at calls and fstat, not fsync: SyncDirectory).
+  UniqueFd dir;
   std::string dir_path;  // that directory, with symlinks resolved (for messages)
   std::string name;      // the last component: a file, a device, or not there yet
   // The last component is a kernel link in /proc to something that is not a path (a pipe):
@@ -50,5 +54,17 @@ enum class LastLink {
 // path that names a directory; NotFound (from errno) for a directory on the way that is missing.
 Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,
                                        LastLink last_link = LastLink::kFollow);
+
+// InvalidArgument, one line ending in `outcome` ("not followed", "not written to"), when `st`
+// (a symlink, a FIFO: the entry `name` of `dir`) is owned by neither root nor the user and `dir`
+// is one somebody else can write: another user may have planted it. Ok otherwise.
+Status RefusePlanted(int dir, const std::string& dir_path, const std::string& name,
+                     const struct stat& st, const std::string& outcome);
+
+// fsync(dir), the directory a name was created or renamed in. A directory the user may search
+// but not read (an O_PATH `dir` from ResolveForWriting) cannot be opened to be fsynced: then
+// nothing is done, Ok. The file itself was fsynced; only its new name waits for the kernel's
+// own writeback of the directory (seconds), as it did before wanbackup synced directories.
+[[nodiscard]] Status SyncDirectory(int dir, const std::string& dir_path);
 
 }  // namespace wanbackup

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <system_error>
 
@@ -110,6 +111,37 @@ bool LooksLikeRepository(const fs::path& dir) {
          ::lstat((dir / "packs").c_str(), &packs) == 0 && S_ISDIR(packs.st_mode);
 }
 
+// `to` when it is an existing regular file, and each existing regular file a loop device `to`
+// writes to.
+std::vector<Identity> RegularFiles(const Identity& to) {
+  std::vector<Identity> out;
+  if (to.kind == Identity::Kind::kPath && to.exists && to.links > 0) out.push_back(to);
+  for (const Identity& file : to.backing) {
+    for (Identity& f : RegularFiles(file))
+      out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Calls `fn` with every regular file under `root` (lstat: links not followed). A directory that
+// cannot be read is passed over and the walk goes on with the others: one unreadable directory
+// does not hide the files of the rest.
+void ForEachRegularFile(const std::string& root,
+                        const std::function<void(const std::string&, const struct stat&)>& fn) {
+  std::vector<fs::path> todo = {root};
+  while (!todo.empty()) {
+    const fs::path dir = std::move(todo.back());
+    todo.pop_back();
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) todo.push_back(it->path());
+      if (S_ISREG(st.st_mode)) fn(it->path().string(), st);
+    }
+  }
+}
+
 }  // namespace
 
 Identity Identify(const std::string& spec) {
@@ -170,24 +202,25 @@ void AddRepository(const std::string& path, const Identity& to, std::vector<Prot
   dir.identity = Identify(path);
   dir.what = "repository " + path;
   dir.tree = true;
-  // An existing regular file outside its tree may still be one of its files: a hard link, or
-  // a file bind-mounted over another path (one link, same inode). Only an inode tells.
-  const bool regular = to.kind == Identity::Kind::kPath && to.exists && to.links > 0;
   protect->push_back(dir);
-  if (!regular || !dir.identity.exists) return;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+  if (!dir.identity.exists) return;
+  // An existing regular file outside its tree (or a loop device's file) may still be one of its
+  // files: a hard link, or a file bind-mounted over another path (one link, same inode, and the
+  // same st_dev as the original). Only an inode tells, and only one on the repository's device.
+  std::vector<uint64_t> devices;
+  for (const Identity& file : RegularFiles(to))
+    devices.push_back(file.file.dev);
+  if (std::find(devices.begin(), devices.end(), dir.identity.file.dev) == devices.end()) return;
+  ForEachRegularFile(path, [&](const std::string& name, const struct stat& st) {
     Protected file;
     file.rule = Rule::kRepository;
     file.identity.kind = Identity::Kind::kPath;
     file.identity.exists = true;
     file.identity.file = IdOf(st);
-    file.identity.spelling = it->path().string();
+    file.identity.spelling = name;
     file.what = "repository " + path;
     protect->push_back(file);
-  }
+  });
 }
 
 }  // namespace wanbackup::guard
@@ -195,6 +228,9 @@ void AddRepository(const std::string& path, const Identity& to, std::vector<Prot
 namespace wanbackup::guard {
 
 void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect) {
+  // A loop device writes its file: the repositories that file lies in are the device's too.
+  for (const Identity& file : to.backing)
+    AddRepositoriesHolding(file, protect);
   if (to.kind != Identity::Kind::kPath || to.spelling.empty() || to.spelling[0] != '/') return;
   for (fs::path dir(to.spelling);; dir = dir.parent_path()) {
     if (LooksLikeRepository(dir)) AddRepository(dir.string(), to, protect);

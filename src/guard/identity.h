@@ -27,14 +27,16 @@ std::vector<std::string> HostAddresses(const std::string& host);
 void ResolveHosts(Destination* to, std::vector<Protected>* protect);
 
 // What repository `path` protects: its directory (and everything in it), and, when `to` is an
-// existing regular file (a hard link or a bind mount may name one of its files from elsewhere),
-// each file in it by inode. `what` names it
+// existing regular file or a loop device on one, on the repository's device (a hard link or a
+// bind mount may name one of its files from elsewhere), each file in it by inode; a directory
+// of it that cannot be read is passed over, the walk goes on. `what` names it
 // ("repository /x").
 void AddRepository(const std::string& path, const Identity& to, std::vector<Protected>* protect);
 
 // Every repository that `to` (a path, canonical) is, or lies in, whether or not a command or
 // config names it: a directory that holds config.json and packs/ is one, and so are its files
-// and any new file in it (`copy` has no --repo; a mistyped --repo names another).
+// and any new file in it (`copy` has no --repo; a mistyped --repo names another). For a loop
+// device, those its backing file is or lies in.
 void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect);
 
 }  // namespace wanbackup::guard

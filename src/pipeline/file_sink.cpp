@@ -3,37 +3,18 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 
+#include "common/atomic_file.h"
 #include "common/failpoint.h"
 #include "common/safe_path.h"
 #include "common/units.h"
 
 namespace wanbackup::pipeline {
-namespace {
-
-// ".wanbackup-restore-<12 random letters>", for a file replaced whole.
-std::string TempName() {
-  static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  uint8_t random[12] = {};
-  size_t got = 0;
-  while (got < sizeof random) {
-    const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  std::string name = ".wanbackup-restore-";
-  for (const uint8_t b : random)
-    name += kLetters[b % (sizeof kLetters - 1)];
-  return name;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
                                                  const FileSinkOptions& options) {
   std::unique_ptr<FileSink> sink(new FileSink());
@@ -81,19 +62,13 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
 
 // An existing file, device or pipe, whose fstatat is `st`.
 Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& options) {
-  const int nofollow = proc_link_ ? 0 : O_NOFOLLOW;
   const int dir = dir_.get();
   const char* name = file_name_.c_str();
   if (S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument(name_ + " is a directory; give a file or device path");
   }
   if (S_ISBLK(st.st_mode)) return OpenBlockDevice(options.expected_size);
-  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-    fd_ = ::openat(dir, name, O_WRONLY | O_CLOEXEC | nofollow);
-    if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + name_);
-    sequential_ = S_ISFIFO(st.st_mode);
-    return Status::Ok();
-  }
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OpenStream();
   if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArgument(name_ + " is neither a file nor a device; nothing was written");
   }
@@ -109,6 +84,33 @@ Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& opti
   regular_ = true;
   zeros_free_ = true;
   return OpenReplacement();
+}
+
+// A character device (/dev/null) or a FIFO, opened without waiting for a reader (a FIFO nobody
+// reads is refused, not waited on), then written blocking. A FIFO by name (not standard output's
+// pipe) that another user could have planted is refused as a planted symlink is (safe_path.h).
+Status FileSink::OpenStream() {
+  const int nofollow = proc_link_ ? 0 : O_NOFOLLOW;
+  fd_ = ::openat(dir_.get(), file_name_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | nofollow);
+  if (fd_ < 0 && errno == ENXIO) {
+    return Status::InvalidArgument(name_ + " is a FIFO that nobody reads; nothing was written");
+  }
+  if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + name_);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "cannot examine " + name_);
+  if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    return Status::InvalidArgument(name_ +
+                                   " changed while it was being opened; nothing was written");
+  }
+  if (S_ISFIFO(st.st_mode) && !proc_link_) {
+    WB_RETURN_IF_ERROR(RefusePlanted(dir_.get(), dir_path_, file_name_, st, "not written to"));
+  }
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return Status::FromErrno(errno, "cannot open " + name_);
+  }
+  sequential_ = S_ISFIFO(st.st_mode);
+  return Status::Ok();
 }
 
 // Exclusively (a mounted or otherwise held device is refused), and only when it is large enough.
@@ -138,7 +140,9 @@ Status FileSink::OpenBlockDevice(uint64_t expected_size) {
 // symlink's target, not the link), renamed over it by Finish.
 Status FileSink::OpenReplacement() {
   for (int attempt = 0; fd_ < 0; ++attempt) {
-    temp_name_ = TempName();
+    temp_name_.clear();  // a name another file holds is never ours to remove
+    WB_ASSIGN_OR_RETURN(std::string name, RandomName(".wanbackup-restore-"));
+    temp_name_ = std::move(name);
     fd_ = ::openat(dir_.get(), temp_name_.c_str(),
                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0 && (errno != EEXIST || attempt == 8)) {
@@ -197,9 +201,7 @@ Status FileSink::Finish(uint64_t total_size) {
     temp_name_.clear();
   }
   // A new file's name is durable only once its directory is.
-  if (sync_dir_ && ::fsync(dir_.get()) != 0) {
-    return Status::FromErrno(errno, "flushing the directory " + dir_path_);
-  }
+  if (sync_dir_) WB_RETURN_IF_ERROR(SyncDirectory(dir_.get(), dir_path_));
   if (owns_fd_) {
     const int fd = fd_;
     fd_ = -1;

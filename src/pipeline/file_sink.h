@@ -12,7 +12,9 @@
 // destroyed before that removes the temporary file and leaves the old one untouched. The path is
 // resolved without following a symlink another user could have planted (common/safe_path.h:
 // refused, one line), and the file is then opened, created and renamed relative to its
-// directory with O_NOFOLLOW.
+// directory with O_NOFOLLOW. A FIFO is opened without waiting for a reader (none: refused), and
+// one by name that another user could have planted (theirs, in a directory others can write) is
+// refused.
 #pragma once
 
 #include <sys/stat.h>
@@ -52,6 +54,7 @@ class FileSink : public BlockSink {
   FileSink() = default;
   Status OpenBlockDevice(uint64_t expected_size);
   Status OpenReplacement();
+  Status OpenStream();
   Status OpenExisting(const struct stat& st, const FileSinkOptions& options);
   std::string name_;
   // The directory that holds the file, reached without following a link another user planted

@@ -335,6 +335,25 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "write guard: a loop device on a file of a repository no command names is refused as that "
+    "file",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  GuardRepo s;
+  const std::string other = s.dir / "other-repo";
+  s.repo.Ok({"init", other, "--key-file", s.dir / "other.key", "--chunk-size", "64K"});
+  const Loop on_other(other + "/catalog.db");
+  if (on_other.device.empty()) WB_SKIP("no loop device here");
+  const std::map<std::string, std::string> kept = TreeContents(other);
+  const std::string says =
+      "(a loop device on " + other + "/catalog.db) is a file of repository " + other;
+  CheckRefused(s.repo.Wb({"copy", s.image, on_other.device}), says);
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", on_other.device, "--force"}), says);
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_other.device, "--force"}), says);
+  CHECK(TreeContents(other) == kept);
+}
+
+TEST_CASE(
     "write guard: a file bind-mounted over another path is known as the repository file it is",
     "[guard]") {
   if (::geteuid() != 0) WB_SKIP("needs root to bind-mount");

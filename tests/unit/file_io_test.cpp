@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include "pipeline/copier.h"
 #include "pipeline/file_sink.h"
 #include "pipeline/file_source.h"
+#include "support/other_user.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 using wanbackup::StatusCode;
@@ -169,4 +172,35 @@ TEST_CASE("file source: direct reads at unaligned offsets and lengths are exact"
     REQUIRE(done->status.ok());
     CHECK(std::equal(got.begin(), got.end(), data.begin() + static_cast<ptrdiff_t>(offset)));
   }
+}
+
+TEST_CASE(
+    "file sink: a FIFO another user planted in a directory others can write is refused, and one "
+    "nobody reads does not hang",
+    "[fileio]") {
+  if (!wanbackup::testing::CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  wanbackup::testing::TempDir dir("file-sink");
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  const std::string pub = dir / "pub";
+  REQUIRE(::mkdir(pub.c_str(), 0700) == 0);
+  REQUIRE(::chmod(pub.c_str(), 01777) == 0);
+  const std::string planted = pub + "/a.img";
+  REQUIRE(
+      wanbackup::testing::AsOtherUser([&planted] { return ::mkfifo(planted.c_str(), 0666) == 0; }));
+  // A reader waits on it, as the other user's would: the open would not block.
+  const int reader = ::open(planted.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(reader >= 0);
+  auto sink = wanbackup::pipeline::FileSink::Open(planted, {});
+  ::close(reader);
+  REQUIRE(!sink.ok());
+  CHECK(sink.status().code() == wanbackup::StatusCode::kInvalidArgument);
+  CHECK_THAT(
+      sink.status().message(),
+      Catch::Contains(planted + " is a FIFO owned by uid 65534 in a directory others can write"));
+  // Our own FIFO with nobody reading it: refused at once, not waited on.
+  const std::string ours = dir / "ours.fifo";
+  REQUIRE(::mkfifo(ours.c_str(), 0600) == 0);
+  auto lonely = wanbackup::pipeline::FileSink::Open(ours, {});
+  REQUIRE(!lonely.ok());
+  CHECK_THAT(lonely.status().message(), Catch::Contains("is a FIFO that nobody reads"));
 }

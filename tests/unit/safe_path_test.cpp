@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/atomic_file.h"
+#include "pipeline/file_sink.h"
 #include "support/other_user.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
@@ -97,4 +99,41 @@ TEST_CASE(
     CHECK(s.code() == StatusCode::kInvalidArgument);
     CHECK_THAT(s.message(), Catch::Contains(dir / name + ": writable by group or others"));
   }
+}
+
+// As the other user: `path` resolved, written whole through a temporary (atomic_file.h) and
+// written as a restore writes a new image (pipeline/file_sink.h), each with its fsyncs.
+bool WritesAsOtherUser(const std::string& path) {
+  return wanbackup::testing::AsOtherUser([&path] {
+    Result<ResolvedPath> where = ResolveForWriting(path, PathPolicy::kNoPlantedLinks);
+    if (!where.ok()) return false;
+    if (!wanbackup::WriteFileAtomicallyAt(where->dir.get(), where->dir_path, where->name, "x\n",
+                                          0644)
+             .ok()) {
+      return false;
+    }
+    auto sink = wanbackup::pipeline::FileSink::Open(path + ".img", {});
+    const uint8_t byte = 7;
+    return sink.ok() && (*sink)->Write(0, &byte, 1).ok() && (*sink)->Finish(1).ok();
+  });
+}
+
+TEST_CASE(
+    "safe path: a directory the user may search but not read (0711, 0733) is walked and written "
+    "in",
+    "[safe_path]") {
+  if (!wanbackup::testing::CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  TempDir dir("safe-path");
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  MakeDir(dir / "searchable", 0711);  // root's, others may only pass through
+  MakeDir(dir / "searchable/mine", 0755);
+  REQUIRE(::chown((dir / "searchable/mine").c_str(), wanbackup::testing::kOtherUid,
+                  wanbackup::testing::kOtherGid) == 0);
+  MakeDir(dir / "searchable/drop", 0733);  // others may add files, not list them
+  CHECK(WritesAsOtherUser(dir / "searchable/mine/a.prom"));
+  CHECK(WritesAsOtherUser(dir / "searchable/drop/a.prom"));
+  struct stat st {};
+  CHECK(::stat((dir / "searchable/drop/a.prom").c_str(), &st) == 0);
+  CHECK(::stat((dir / "searchable/drop/a.prom.img").c_str(), &st) == 0);
+  CHECK(st.st_size == 1);
 }

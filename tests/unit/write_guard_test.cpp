@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 
 #include "guard/identity.h"
+#include "support/other_user.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 namespace wanbackup::guard {
@@ -195,6 +197,36 @@ TEST_CASE("write guard: symlinks, hard links, ./ and .. name the same file", "[g
   CHECK(!fresh.exists);
   CHECK(fresh.spelling == dir / "new.img");
   CHECK(fresh.directories.front() == Identify(dir.path()).file);
+}
+
+TEST_CASE(
+    "write guard: a repository's files are known by inode past a directory that cannot be read",
+    "[guard]") {
+  if (!testing::CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  testing::TempDir dir("write-guard");
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  const std::string repo = dir / "repo";
+  for (const std::string& d : {repo, repo + "/packs", repo + "/packs/zz"}) {
+    REQUIRE(::mkdir(d.c_str(), 0755) == 0);
+    REQUIRE(::chown(d.c_str(), testing::kOtherUid, testing::kOtherGid) == 0);
+  }
+  for (int i = 0; i < 16; ++i) {  // whatever order the directory lists them in
+    const std::string locked = repo + "/packs/a" + std::to_string(i);
+    REQUIRE(::mkdir(locked.c_str(), 0) == 0);
+    REQUIRE(::chmod(locked.c_str(), 0) == 0);
+  }
+  std::ofstream(repo + "/config.json") << "{}";
+  const std::string pack = repo + "/packs/zz/x.pack";
+  std::ofstream(pack) << "pack";
+  REQUIRE(::link(pack.c_str(), (dir / "innocent.img").c_str()) == 0);
+  const std::string dest = dir / "innocent.img";
+  CHECK(testing::AsOtherUser([&repo, &dest] {
+    const Identity to = Identify(dest);
+    std::vector<Protected> protect;
+    AddRepository(repo, to, &protect);
+    const Status s = CheckWriteTarget(To(dest, to), protect);
+    return !s.ok() && s.message().find("is a file of repository " + repo) != std::string::npos;
+  }));
 }
 
 }  // namespace
