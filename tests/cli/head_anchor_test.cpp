@@ -6,6 +6,7 @@
 // attacker's commands use another one, as they would run on another machine.
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -433,5 +434,36 @@ TEST_CASE("head: forget on a repository made before heads seals its first head",
   REQUIRE(list.size() == 1);
   CHECK(list[0]["id"] == 2);
   repo.Ok({"restore", "latest", "--to", dir / "out.img"}, "", fresh);
+  CHECK(SameFile(dir / "out.img", dir / "b.img"));
+}
+
+TEST_CASE("anchor: trust records the counter of the head read from the packs, not the catalog's",
+          "[anchor]") {
+  TempDir dir("anchor-trust-counter");
+  RepoCli repo(dir);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);  // head 2
+  const std::string anchor = std::string(std::getenv("WANBACKUP_SECURITY_DIR")) + "/" +
+                             RepositoryId(repo.path()) + "/anchor";
+  const std::string head =
+      HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'");
+  REQUIRE(head.rfind("2 ", 0) == 0);
+  const std::string digest = head.substr(2);
+  // The catalog (storage an attacker can write) claims a far higher counter for the same head:
+  // trusting it would make the honest repository look rolled back from then on.
+  Sql(repo.catalog(), "UPDATE settings SET value = '999 " + digest + "' WHERE key = 'head'");
+  RequireRefused(repo.Wb({"trust"}), "holds counter 2");
+  CHECK(ReadText(anchor).find("head_counter 2\n") != std::string::npos);
+
+  // A counter strtoull would read but no head writes is a malformed setting (exit 3).
+  for (const std::string bad : {"+2 ", " 2 ", "18446744073709551618 "}) {
+    INFO(bad);
+    Sql(repo.catalog(), "UPDATE settings SET value = '" + bad + digest + "' WHERE key = 'head'");
+    RequireRefused(repo.Wb({"snapshots"}), "malformed");
+    RequireRefused(repo.Wb({"trust"}), "malformed");
+  }
+  Sql(repo.catalog(), "UPDATE settings SET value = '2 " + digest + "' WHERE key = 'head'");
+  repo.Ok({"trust"});
+  CHECK(ReadText(anchor).find("head_counter 2\n") != std::string::npos);
+  repo.Ok({"restore", "latest", "--to", dir / "out.img"});
   CHECK(SameFile(dir / "out.img", dir / "b.img"));
 }
