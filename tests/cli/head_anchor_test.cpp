@@ -263,8 +263,12 @@ TEST_CASE("anchor: anchors are private files written where the variable says", "
   CHECK(anchor.find("location " + fs::canonical(repo.path()).string() + "\n") != std::string::npos);
 }
 
-TEST_CASE("head: a snapshot killed before its commit, then another, rebuild to the committed set",
-          "[head]") {
+TEST_CASE(
+    "head: a snapshot killed before its commit, then another: repair keeps both, by any "
+    "pack order",
+    "[head]") {
+  const bool mtimes_lost = GENERATE(false, true);
+  INFO((mtimes_lost ? "packs copied without their mtimes" : "packs as written"));
   TempDir dir("head-crash");
   RepoCli repo(dir);
   WriteNoiseImage(dir / "a.img", 1, 2);
@@ -279,12 +283,53 @@ TEST_CASE("head: a snapshot killed before its commit, then another, rebuild to t
       repo.Wb({"snapshot", dir / "b.img"}, "", {{"WANBACKUP_FAILPOINT", "snapshot.before-finish"}});
   CHECK(killed.exit_code == -1);
   repo.Ok({"snapshot", dir / "c.img"});
-  repo.Ok({"repair", "catalog"});
+  if (mtimes_lost) {  // pack order falls back to the names: the heads' order is left to chance
+    const auto when = fs::file_time_type::clock::now();
+    for (const auto& e : fs::recursive_directory_iterator(repo.path() + "/packs")) {
+      if (e.is_regular_file()) fs::last_write_time(e.path(), when);
+    }
+  }
+  // The committed head (2, listing 1 and 3) is the newest; snapshot 2 is complete and sealed,
+  // so it is kept, never dropped, and a new head lists all three.
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 0);
+  CHECK(repair.err.find("did not list snapshot(s) 2") != std::string::npos);
+  CHECK(repair.err.find("new head (counter 3)") != std::string::npos);
   const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}));
-  REQUIRE(list.size() == 2);
-  CHECK(list[1]["id"] == 3);
+  REQUIRE(list.size() == 3);
+  CHECK(list[2]["id"] == 3);
   repo.Ok({"restore", "latest", "--to", dir / "out.img"});
   CHECK(SameFile(dir / "out.img", dir / "c.img"));
+  repo.Ok({"restore", "2", "--to", dir / "out-b.img"});
+  CHECK(SameFile(dir / "out-b.img", dir / "b.img"));
+  repo.Ok({"verify"});
+}
+
+TEST_CASE("head: a forget killed before its commit, then a snapshot: repair loses nothing",
+          "[head]") {
+  TempDir dir("head-forget-crash");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "c.img", 3, 2);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);
+  // The forget record and its head (counter 3, without snapshot 1) are durable, the catalog
+  // commit never happens; the snapshot then commits its own head 3 listing 1, 2 and 3.
+  const RunResult killed = repo.Wb({"forget", "1", "--allow-empty-source"}, "",
+                                   {{"WANBACKUP_FAILPOINT", "forget.before-commit"}});
+  CHECK(killed.exit_code == -1);
+  repo.Ok({"snapshot", dir / "c.img"});
+  const RunResult repair = repo.Wb({"repair", "catalog", "--json"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(repair.out);
+  CHECK(report["lost"].empty());
+  CHECK(report["snapshots"] == nlohmann::json::array({1, 2, 3}));
+  repo.Ok({"restore", "1", "--to", dir / "out-a.img"});
+  CHECK(SameFile(dir / "out-a.img", dir / "a.img"));
+  repo.Ok({"restore", "2", "--to", dir / "out-b.img"});
+  CHECK(SameFile(dir / "out-b.img", dir / "b.img"));
+  repo.Ok({"restore", "3", "--to", dir / "out-c.img"});
+  CHECK(SameFile(dir / "out-c.img", dir / "c.img"));
   repo.Ok({"verify"});
 }
 
@@ -466,4 +511,44 @@ TEST_CASE("anchor: trust records the counter of the head read from the packs, no
   CHECK(ReadText(anchor).find("head_counter 2\n") != std::string::npos);
   repo.Ok({"restore", "latest", "--to", dir / "out.img"});
   CHECK(SameFile(dir / "out.img", dir / "b.img"));
+}
+
+TEST_CASE("head: a snapshot an older wanbackup took after heads existed is kept by repair",
+          "[head]") {
+  TempDir dir("head-older-client");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "c.img", 3, 2);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);  // head 2
+  const std::string head_2 =
+      HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'");
+  // The release before heads takes snapshot 3: its record is sealed, no head is written, the
+  // catalog still names head 2, and no anchor is touched.
+  repo.Ok({"snapshot", dir / "c.img"}, "", {{"WANBACKUP_SECURITY_DIR", dir / "old-client"}});
+  const std::string row = HeadTestSqlValue(
+      repo.catalog(),
+      "SELECT packs.name || ' ' || chunks.offset FROM chunks JOIN packs ON packs.id = "
+      "chunks.pack_id WHERE chunks.kind = 4 ORDER BY chunks.id DESC LIMIT 1");
+  std::istringstream in(row);
+  std::string name;
+  uintmax_t offset = 0;
+  in >> name >> offset;
+  fs::resize_file(HeadTestPackPath(repo.path(), name), offset);
+  Sql(repo.catalog(),
+      "UPDATE packs SET size = " + std::to_string(offset) + " WHERE name = '" + name +
+          "'; DELETE FROM chunks WHERE kind = 4 AND offset = " + std::to_string(offset) +
+          " AND pack_id = (SELECT id FROM packs WHERE name = '" + name +
+          "'); UPDATE settings SET value = '" + head_2 + "' WHERE key = 'head'");
+
+  // The new client refuses and says what to run; what it runs keeps snapshot 3.
+  RequireRefused(repo.Wb({"snapshots"}), "repair catalog");
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 0);
+  CHECK(repair.err.find("did not list snapshot(s) 3") != std::string::npos);
+  CHECK(repair.err.find("new head (counter 3)") != std::string::npos);
+  const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}));
+  CHECK(list.size() == 3);
+  repo.Ok({"restore", "3", "--to", dir / "out.img"});
+  CHECK(SameFile(dir / "out.img", dir / "c.img"));
+  repo.Ok({"verify"});
 }
