@@ -385,15 +385,7 @@ Status Rebuilder::WriteHead(const SealedHead& head) {
   WB_RETURN_IF_ERROR(pack->Sync());
   WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
   WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
-  catalog::ChunkRecord row;
-  row.kind = catalog::ChunkKind::kHeadRecord;
-  row.digest = head.digest;
-  row.pack_id = pack_id;
-  row.offset = offset;
-  row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
-  row.raw_size = head.raw_size;
-  WB_RETURN_IF_ERROR(catalog_->AddChunk(row).status());
-  return RecordHead(*catalog_, head.record, head.digest);
+  return IndexHead(*catalog_, head, pack_id, offset);
 }
 
 }  // namespace

@@ -128,6 +128,18 @@ Result<SealedHead> SealHeadAdding(Repository& repo, const HeadEntry& added) {
   return SealNextHead(repo, std::move(set));
 }
 
+Status IndexHead(catalog::Catalog& cat, const SealedHead& head, int64_t pack_id, uint64_t offset) {
+  catalog::ChunkRecord row;
+  row.kind = catalog::ChunkKind::kHeadRecord;
+  row.digest = head.digest;
+  row.pack_id = pack_id;
+  row.offset = offset;
+  row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
+  row.raw_size = head.raw_size;
+  WB_RETURN_IF_ERROR(cat.AddChunk(row).status());
+  return RecordHead(cat, head.record, head.digest);
+}
+
 Status RecordHead(catalog::Catalog& cat, const HeadRecord& head, const Digest& digest) {
   return cat.PutSetting(kHeadSetting,
                         std::to_string(head.counter) + " " + ToHex(digest.data(), digest.size()));
