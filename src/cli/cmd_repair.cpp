@@ -31,11 +31,19 @@ std::string IdList(const std::vector<int64_t>& ids) {
 }
 
 // What a new head (RebuildReport::new_head) means for the operator.
-std::string LostLine(const pipeline::RebuildReport& r) {
-  return "the repository's newest head listed snapshot(s) " + IdList(r.lost) +
-         ", which could not be rebuilt and are gone; sealed a new head (counter " +
-         std::to_string(r.head_counter) + ") listing the " + std::to_string(r.snapshots.size()) +
-         " rebuilt snapshot(s)";
+std::string NewHeadLine(const pipeline::RebuildReport& r) {
+  std::string line = "the repository's newest head ";
+  if (!r.lost.empty()) {
+    line += "listed snapshot(s) " + IdList(r.lost) + ", which could not be rebuilt and are gone";
+  }
+  if (!r.lost.empty() && !r.unlisted.empty()) line += ", and it ";
+  if (!r.unlisted.empty()) {
+    line += "did not list snapshot(s) " + IdList(r.unlisted) +
+            ", complete and sealed (by a wanbackup before heads, or a snapshot interrupted "
+            "before its commit), which are kept";
+  }
+  return line + "; sealed a new head (counter " + std::to_string(r.head_counter) +
+         ") listing the " + std::to_string(r.snapshots.size()) + " rebuilt snapshot(s)";
 }
 
 void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
@@ -51,6 +59,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                         {"head_counter", r.head_counter},
                         {"new_head", r.new_head},
                         {"lost", r.lost},
+                        {"unlisted", r.unlisted},
                         {"old_catalog", r.old_catalog},
                         {"seconds", seconds}};
     OutputJson(j, 2);
@@ -64,7 +73,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                 std::chrono::duration<double>(seconds))) +
             ": " + std::to_string(r.records) + " records, " + std::to_string(r.snapshots.size()) +
             " snapshots (" + ids + ")");
-  if (r.new_head) PrintWarning(LostLine(r));
+  if (r.new_head) PrintWarning(NewHeadLine(r));
   if (!r.old_catalog.empty()) PrintInfo("the old catalog is kept as " + r.old_catalog);
   PrintInfo("the job history is not in the packs and starts afresh; run 'wanbackup verify'");
 }

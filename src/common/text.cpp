@@ -52,4 +52,16 @@ std::string PadRight(std::string_view text, size_t columns) {
   return out;
 }
 
+std::optional<uint64_t> ParseDecimalU64(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  uint64_t n = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const auto digit = static_cast<uint64_t>(c - '0');
+    if (n > (UINT64_MAX - digit) / 10) return std::nullopt;
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
 }  // namespace wanbackup

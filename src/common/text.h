@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,5 +19,9 @@ size_t CodePoints(std::string_view text);
 
 // `text` padded with spaces to `columns` characters (as CodePoints counts them).
 std::string PadRight(std::string_view text, size_t columns);
+
+// A counter as the repository's files write it: decimal digits only (no sign, no space, no
+// prefix), within uint64_t. nullopt otherwise (strtoull would accept "+1", " 1" and wrap).
+std::optional<uint64_t> ParseDecimalU64(std::string_view text);
 
 }  // namespace wanbackup

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -57,6 +59,10 @@ class Rebuilder {
   Status IndexPack(const PackFile& pack);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
+  // Rebuilds the sealed snapshots that come back into the catalog; `rebuilt` lists them.
+  Status RebuildSnapshots(std::vector<HeadEntry>* rebuilt);
+  // Whether the newest head in the packs lists `e`.
+  bool Listed(const HeadEntry& e) const;
   // Makes the catalog's head the newest in the packs, or, when it lists snapshots that were not
   // rebuilt, a new head listing `rebuilt` (catalog_rebuild.h, RebuildReport::lost).
   Status SettleHead(const std::vector<HeadEntry>& rebuilt);
@@ -159,10 +165,14 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
       sealed_.push_back(Sealed{id, read.digest, where, *r});
     }
   } else if (read.kind == RecordKind::kHead) {
-    // The newest head is the catalog's head again (head.h).
+    // The newest head is the catalog's head again (head.h). Two heads with one counter (a
+    // command killed before its commit, then another): the later sealed write time, then the
+    // larger digest; never the pack order, which follows mtimes a copy may not keep.
     Result<HeadRecord> r = DecodeHeadRecord(plain_.data(), plain_.size());
     if (r.ok() && r->repository_id == repo_.config().id &&
-        (!head_ || r->counter >= head_->first.counter)) {  // a tie: the later one was committed
+        (!head_ ||
+         std::tie(r->counter, r->written_unix_ms, read.digest) >
+             std::tie(head_->first.counter, head_->first.written_unix_ms, head_->second))) {
       head_.emplace(std::move(*r), read.digest);
     }
   } else if (read.kind == RecordKind::kForget) {
@@ -296,31 +306,8 @@ Result<RebuildReport> Rebuilder::Run() {
     WB_ASSIGN_OR_RETURN(auto txn, catalog_->Begin());
     for (const PackFile& p : packs)
       WB_RETURN_IF_ERROR(IndexPack(p));
-    // Forgotten snapshots stay forgotten, whichever pack their record is still in.
-    std::map<int64_t, const Sealed*> by_id;
-    for (const Sealed& s : sealed_) {
-      if (forgotten_.count(s.digest) != 0) {
-        report_.forgotten.push_back(s.record.info.id);
-        continue;
-      }
-      if (!by_id.emplace(s.record.info.id, &s).second) {
-        report_.problems.push_back("snapshot " + std::to_string(s.record.info.id) +
-                                   " is sealed twice; the copy in pack " + s.where +
-                                   " is left out");
-      }
-    }
     std::vector<HeadEntry> rebuilt;
-    for (const auto& [id, s] : by_id) {
-      // A snapshot sealed but in no head was never committed (killed before its final commit):
-      // the newest head decides, as the catalog did.
-      if (head_ && std::find(head_->first.snapshots.begin(), head_->first.snapshots.end(),
-                             HeadEntry{id, s->digest}) == head_->first.snapshots.end()) {
-        continue;
-      }
-      const size_t before = report_.snapshots.size();
-      WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
-      if (report_.snapshots.size() > before) rebuilt.push_back(HeadEntry{id, s->digest});
-    }
+    WB_RETURN_IF_ERROR(RebuildSnapshots(&rebuilt));
     // New snapshots get ids above every id ever used, forgotten ones included.
     WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
     WB_RETURN_IF_ERROR(SettleHead(rebuilt));
@@ -331,6 +318,40 @@ Result<RebuildReport> Rebuilder::Run() {
   WB_RETURN_IF_ERROR(repo_.InstallCatalog(built, &report_.old_catalog));
   if (report_.new_head) repo_.HeadCommitted(report_.head_counter);
   return report_;
+}
+
+bool Rebuilder::Listed(const HeadEntry& e) const {
+  return head_ && std::find(head_->first.snapshots.begin(), head_->first.snapshots.end(), e) !=
+                      head_->first.snapshots.end();
+}
+
+// Which sealed snapshots come back (docs/format.md, "Rebuilding the catalog"): the newest head
+// decides over forget records, so a forget record applies only to snapshots that head does not
+// list (a forget killed before its commit, then another command, leaves a record the committed
+// head overrules). A complete snapshot neither listed nor forgotten (sealed by a wanbackup
+// before heads, or killed before its commit) is kept: SettleHead seals a head listing it.
+Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
+  std::map<int64_t, const Sealed*> by_id;
+  for (const Sealed& s : sealed_) {
+    const HeadEntry entry{s.record.info.id, s.digest};
+    if (!Listed(entry) && forgotten_.count(s.digest) != 0) {
+      report_.forgotten.push_back(entry.id);
+      continue;
+    }
+    if (!by_id.emplace(entry.id, &s).second) {
+      report_.problems.push_back("snapshot " + std::to_string(entry.id) +
+                                 " is sealed twice; the copy in pack " + s.where + " is left out");
+    }
+  }
+  for (const auto& [id, s] : by_id) {
+    const size_t before = report_.snapshots.size();
+    WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
+    if (report_.snapshots.size() == before) continue;
+    const HeadEntry entry{id, s->digest};
+    rebuilt->push_back(entry);
+    if (head_ && !Listed(entry)) report_.unlisted.push_back(id);
+  }
+  return Status::Ok();
 }
 
 Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
@@ -345,6 +366,9 @@ Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
   }
   // The newest head has the highest counter in the packs (NoteSealed): one above it, so that
   // no head in the packs outranks what was rebuilt.
+  if (newest.counter == UINT64_MAX) {
+    return Status::Corruption("the repository's head counter cannot grow any further");
+  }
   const SealedHead head = SealHead(repo_, rebuilt, newest.counter + 1);
   WB_RETURN_IF_ERROR(WriteHead(head));
   report_.head_counter = head.record.counter;
@@ -361,15 +385,7 @@ Status Rebuilder::WriteHead(const SealedHead& head) {
   WB_RETURN_IF_ERROR(pack->Sync());
   WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
   WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
-  catalog::ChunkRecord row;
-  row.kind = catalog::ChunkKind::kHeadRecord;
-  row.digest = head.digest;
-  row.pack_id = pack_id;
-  row.offset = offset;
-  row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
-  row.raw_size = head.raw_size;
-  WB_RETURN_IF_ERROR(catalog_->AddChunk(row).status());
-  return RecordHead(*catalog_, head.record, head.digest);
+  return IndexHead(*catalog_, head, pack_id, offset);
 }
 
 }  // namespace

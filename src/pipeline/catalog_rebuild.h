@@ -1,8 +1,10 @@
 // Rebuilding catalog.db from the packs alone (`wanbackup repair catalog`): packs are
 // self-describing (every record names its kind, digest and sizes) and hold each complete
 // snapshot's sealed record and map, so chunks, packs, snapshots (same ids, tags, sizes, times)
-// and their maps come back; the job history does not. A snapshot named by a forget record stays
-// forgotten. The new catalog is built beside the old
+// and their maps come back; the job history does not. The newest head decides which snapshots
+// come back: a snapshot named by a forget record stays forgotten unless that head lists it, and
+// a complete sealed snapshot it does not list is kept, never dropped (a new head lists it).
+// The new catalog is built beside the old
 // one and swapped in only when complete; the old file is kept (docs/operations.md, "Recovery").
 //
 // Runs on the calling thread. REQUIRES: the repository opened with OpenMode::kRepair.
@@ -30,10 +32,14 @@ struct RebuildReport {
   // repository made before heads) and whether the rebuild sealed it. When the newest head in
   // the packs lists snapshots that could not be rebuilt, a new head with the next counter lists
   // exactly what was rebuilt, so that the catalog matches its head again; `lost` names the
-  // snapshots the old head listed that are gone.
+  // snapshots the old head listed that are gone. A complete sealed snapshot that no forget
+  // record names and the newest head does not list (sealed by a wanbackup before heads, or by
+  // a snapshot killed before its commit) is rebuilt all the same, named in `unlisted`, and the
+  // new head lists it too.
   uint64_t head_counter = 0;
   bool new_head = false;
   std::vector<int64_t> lost;
+  std::vector<int64_t> unlisted;
   std::vector<std::string> problems;  // one line each: what was left out and why
   std::string old_catalog;            // where the replaced catalog was kept ("" if none)
   bool complete() const { return damaged_records == 0 && problems.empty() && lost.empty(); }

@@ -56,15 +56,7 @@ Result<int64_t> WriteForgetRecord(Repository& repo, const ForgetRecord& record,
   // The records are durable before the catalog forgets anything (docs/durability.md).
   WB_RETURN_IF_ERROR(pack->Sync());
   WB_RETURN_IF_ERROR(cat.SetPackSize(pack_id, pack->size()));
-  catalog::ChunkRecord head_row;
-  head_row.kind = catalog::ChunkKind::kHeadRecord;
-  head_row.digest = head.digest;
-  head_row.pack_id = pack_id;
-  head_row.offset = head_offset;
-  head_row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
-  head_row.raw_size = head.raw_size;
-  WB_RETURN_IF_ERROR(cat.AddChunk(head_row).status());
-  WB_RETURN_IF_ERROR(RecordHead(cat, head.record, head.digest));
+  WB_RETURN_IF_ERROR(IndexHead(cat, head, pack_id, head_offset));
   catalog::ChunkRecord row;
   row.kind = catalog::ChunkKind::kForgetRecord;
   row.digest = digest;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <string>
 
+#include "common/text.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_check.h"
 
@@ -22,9 +22,12 @@ Result<std::optional<HeadName>> ReadHeadSetting(catalog::Catalog& cat) {
   if (value.empty()) return std::optional<HeadName>();
   HeadName name;
   const size_t space = value.find(' ');
-  char* end = nullptr;
-  name.counter = std::strtoull(value.c_str(), &end, 10);
-  if (space == std::string::npos || end != value.c_str() + space || name.counter == 0 ||
+  // Digits only and no overflow: a counter strtoull would take ("+3", a wrapped huge number)
+  // is not what a head record holds.
+  const std::optional<uint64_t> counter =
+      space == std::string::npos ? std::nullopt : ParseDecimalU64(value.substr(0, space));
+  name.counter = counter.value_or(0);
+  if (name.counter == 0 ||
       !FromHex(value.substr(space + 1), name.digest.data(), name.digest.size())) {
     return Status::Corruption(
         "the catalog's head setting is malformed; run 'wanbackup repair "
@@ -94,7 +97,11 @@ Result<std::optional<HeadRecord>> LoadHead(Repository& repo) {
 
 Result<SealedHead> SealNextHead(Repository& repo, std::vector<HeadEntry> set, uint64_t floor) {
   WB_ASSIGN_OR_RETURN(const uint64_t current, CatalogHeadCounter(repo.catalog()));
-  return SealHead(repo, std::move(set), std::max(current, floor) + 1);
+  const uint64_t newest = std::max(current, floor);
+  if (newest == UINT64_MAX) {
+    return Status::Corruption("the repository's head counter cannot grow any further");
+  }
+  return SealHead(repo, std::move(set), newest + 1);
 }
 
 SealedHead SealHead(const Repository& repo, std::vector<HeadEntry> set, uint64_t counter) {
@@ -119,6 +126,18 @@ Result<SealedHead> SealHeadAdding(Repository& repo, const HeadEntry& added) {
   WB_ASSIGN_OR_RETURN(std::vector<HeadEntry> set, CatalogSnapshotSet(repo.catalog()));
   set.push_back(added);
   return SealNextHead(repo, std::move(set));
+}
+
+Status IndexHead(catalog::Catalog& cat, const SealedHead& head, int64_t pack_id, uint64_t offset) {
+  catalog::ChunkRecord row;
+  row.kind = catalog::ChunkKind::kHeadRecord;
+  row.digest = head.digest;
+  row.pack_id = pack_id;
+  row.offset = offset;
+  row.stored_size = static_cast<uint32_t>(head.bytes.size() - kRecordHeaderSize);
+  row.raw_size = head.raw_size;
+  WB_RETURN_IF_ERROR(cat.AddChunk(row).status());
+  return RecordHead(cat, head.record, head.digest);
 }
 
 Status RecordHead(catalog::Catalog& cat, const HeadRecord& head, const Digest& digest) {

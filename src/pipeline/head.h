@@ -44,6 +44,9 @@ Result<SealedHead> SealNextHead(Repository& repo, std::vector<HeadEntry> set, ui
 SealedHead SealHead(const Repository& repo, std::vector<HeadEntry> set, uint64_t counter);
 // SealNextHead of the catalog's set with `added` (a snapshot about to be marked complete).
 Result<SealedHead> SealHeadAdding(Repository& repo, const HeadEntry& added);
+// Indexes `head`, appended at `offset` of pack `pack_id`, as a chunks row and makes it the
+// catalog's newest (RecordHead), in the caller's transaction.
+Status IndexHead(catalog::Catalog& cat, const SealedHead& head, int64_t pack_id, uint64_t offset);
 // Makes `head` the catalog's newest, in the caller's transaction.
 Status RecordHead(catalog::Catalog& cat, const HeadRecord& head, const Digest& digest);
 // Checks that the catalog lists exactly the snapshots its newest head lists; returns that head's

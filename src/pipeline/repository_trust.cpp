@@ -178,7 +178,9 @@ Result<std::vector<std::string>> AcceptRepository(const TrustAnchorStore& anchor
   std::vector<std::string> changes;
   const std::string id = repo.config().id;
   WB_RETURN_IF_ERROR(DisownLocation(anchors, id, location, &changes));
-  WB_ASSIGN_OR_RETURN(const uint64_t counter, CatalogHeadCounter(repo.catalog()));
+  // The counter of the head read from the packs and authenticated, with the catalog checked
+  // against it; never the catalog's own setting, which storage an attacker can write.
+  WB_ASSIGN_OR_RETURN(const uint64_t counter, CheckCatalogAgainstHead(repo));
   AnchorRecord now;
   now.repository_id = id;
   now.encryption = EncryptionModeName(repo.config().mode);

@@ -6,11 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <sstream>
 
+#include "common/text.h"
 #include "pipeline/fs_util.h"
 
 namespace wanbackup::pipeline {
@@ -45,6 +49,15 @@ Status MakeDirs(const std::string& path) {
   return Status::Ok();
 }
 
+// A control character (a newline above all) in a value would start a line of its own in the
+// anchor file and could set any key: such values are never written, nor read.
+bool HasControl(const std::string& value) {
+  return std::any_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
 // An fd that closes itself.
 struct Fd {
   int fd = -1;
@@ -66,39 +79,82 @@ std::string EncodeAnchor(const AnchorRecord& r) {
   return out;
 }
 
+Status CheckAnchorValues(const AnchorRecord& r) {
+  std::vector<std::string> values = {r.repository_id, r.encryption, r.key_fingerprint};
+  values.insert(values.end(), r.locations.begin(), r.locations.end());
+  for (const std::string& v : values) {
+    if (HasControl(v)) {
+      return Status::InvalidArgument("'" + EscapeControl(v) +
+                                     "' holds a control character, which a trust anchor cannot "
+                                     "record; use a repository path without one");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string EscapeControl(const std::string& value) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// One "key value" line into `r`; `seen` holds the single-value keys met so far.
+Status DecodeAnchorLine(const std::string& line, AnchorRecord& r, std::set<std::string>& seen) {
+  const size_t space = line.find(' ');
+  const std::string key = line.substr(0, space);
+  const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+  // Only the key fingerprint may be empty (an anchor written before the key was unlocked).
+  if (space == std::string::npos || key.empty() || (value.empty() && key != "key_fingerprint") ||
+      HasControl(line)) {
+    return Status::Corruption("malformed line '" + EscapeControl(line) + "'");
+  }
+  if (key != "location" && !seen.insert(key).second) {
+    return Status::Corruption("'" + key + "' appears twice");
+  }
+  if (key == "repository_id") {
+    r.repository_id = value;
+  } else if (key == "encryption") {
+    r.encryption = value;
+  } else if (key == "key_fingerprint") {
+    r.key_fingerprint = value;
+  } else if (key == "head_counter") {
+    const std::optional<uint64_t> n = ParseDecimalU64(value);
+    if (!n) return Status::Corruption("malformed head_counter '" + value + "'");
+    r.head_counter = *n;
+  } else if (key == "location") {
+    r.locations.push_back(value);
+  } else {
+    return Status::Corruption("unknown key '" + key + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<AnchorRecord> DecodeAnchor(const std::string& text) {
+  if (text.empty() || text.back() != '\n') return Status::Corruption("not a whole trust anchor");
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != kAnchorMagic) {
     return Status::Corruption("not a wanbackup trust anchor");
   }
   AnchorRecord r;
-  bool counter = false;
-  while (std::getline(in, line)) {
-    const size_t space = line.find(' ');
-    if (space == std::string::npos) return Status::Corruption("malformed line '" + line + "'");
-    const std::string key = line.substr(0, space), value = line.substr(space + 1);
-    if (key == "repository_id") {
-      r.repository_id = value;
-    } else if (key == "encryption") {
-      r.encryption = value;
-    } else if (key == "key_fingerprint") {
-      r.key_fingerprint = value;
-    } else if (key == "head_counter") {
-      char* end = nullptr;
-      errno = 0;
-      r.head_counter = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || errno != 0 || value[0] == '-') {
-        return Status::Corruption("malformed head_counter '" + value + "'");
-      }
-      counter = true;
-    } else if (key == "location") {
-      r.locations.push_back(value);
-    } else {
-      return Status::Corruption("unknown key '" + key + "'");
-    }
-  }
-  if (!ValidId(r.repository_id) || r.encryption.empty() || !counter) {
+  std::set<std::string> seen;
+  while (std::getline(in, line))
+    WB_RETURN_IF_ERROR(DecodeAnchorLine(line, r, seen));
+  if (!ValidId(r.repository_id) || r.encryption.empty() || seen.count("head_counter") == 0) {
     return Status::Corruption("a trust anchor lacks its id, encryption or head counter");
   }
   return r;
@@ -178,6 +234,7 @@ Status TrustAnchorStore::Update(
 }
 
 Status TrustAnchorStore::Write(const AnchorRecord& record) const {
+  WB_RETURN_IF_ERROR(CheckAnchorValues(record));
   const std::string dir = dir_ + "/" + record.repository_id;
   std::random_device rng;
   const std::string tmp = dir + "/." + kAnchorFile + "." + std::to_string(::getpid()) + "." +

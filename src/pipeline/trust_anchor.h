@@ -31,9 +31,16 @@ struct AnchorRecord {
   std::vector<std::string> locations;  // where it was opened (canonical paths)
 };
 
-// The text form (a few "key value" lines); the parser is strict (Corruption).
+// The text form (a few "key value" lines, docs/threat-model.md). EncodeAnchor expects values
+// that CheckAnchorValues accepts (the store checks before it writes). The parser is strict
+// (Corruption): a malformed or unknown line, a control character, a single-value key twice.
 std::string EncodeAnchor(const AnchorRecord& record);
 Result<AnchorRecord> DecodeAnchor(const std::string& text);
+// InvalidArgument when a value holds a control character (a newline would start a line of its
+// own): a repository at such a path cannot be recorded.
+Status CheckAnchorValues(const AnchorRecord& record);
+// `value` with each control character as \xNN, for messages.
+std::string EscapeControl(const std::string& value);
 
 // Where anchors live by default (see above); the variable first.
 std::string DefaultSecurityDir();

@@ -6,6 +6,7 @@
 // attacker's commands use another one, as they would run on another machine.
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -165,7 +166,7 @@ TEST_CASE("anchor: the loss of the newest pack is accepted only by 'wanbackup tr
   RepoCli repo(dir);
   TwoSnapshotsKeepingTheFirstCatalog(repo);
   fs::remove(NewestPack(repo.path()));
-  repo.Wb({"repair", "catalog"});  // rebuilds what is left: snapshot 1, head 1
+  repo.Ok({"repair", "catalog"});  // rebuilds what is left: snapshot 1, head 1
   RequireRefused(repo.Wb({"snapshots"}), "wanbackup trust");
   const RunResult trusted = repo.Ok({"trust"});
   CHECK(trusted.err.find("head counter: 2 -> 1") != std::string::npos);
@@ -262,8 +263,12 @@ TEST_CASE("anchor: anchors are private files written where the variable says", "
   CHECK(anchor.find("location " + fs::canonical(repo.path()).string() + "\n") != std::string::npos);
 }
 
-TEST_CASE("head: a snapshot killed before its commit, then another, rebuild to the committed set",
-          "[head]") {
+TEST_CASE(
+    "head: a snapshot killed before its commit, then another: repair keeps both, by any "
+    "pack order",
+    "[head]") {
+  const bool mtimes_lost = GENERATE(false, true);
+  INFO((mtimes_lost ? "packs copied without their mtimes" : "packs as written"));
   TempDir dir("head-crash");
   RepoCli repo(dir);
   WriteNoiseImage(dir / "a.img", 1, 2);
@@ -278,12 +283,53 @@ TEST_CASE("head: a snapshot killed before its commit, then another, rebuild to t
       repo.Wb({"snapshot", dir / "b.img"}, "", {{"WANBACKUP_FAILPOINT", "snapshot.before-finish"}});
   CHECK(killed.exit_code == -1);
   repo.Ok({"snapshot", dir / "c.img"});
-  repo.Ok({"repair", "catalog"});
+  if (mtimes_lost) {  // pack order falls back to the names: the heads' order is left to chance
+    const auto when = fs::file_time_type::clock::now();
+    for (const auto& e : fs::recursive_directory_iterator(repo.path() + "/packs")) {
+      if (e.is_regular_file()) fs::last_write_time(e.path(), when);
+    }
+  }
+  // The committed head (2, listing 1 and 3) is the newest; snapshot 2 is complete and sealed,
+  // so it is kept, never dropped, and a new head lists all three.
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 0);
+  CHECK(repair.err.find("did not list snapshot(s) 2") != std::string::npos);
+  CHECK(repair.err.find("new head (counter 3)") != std::string::npos);
   const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}));
-  REQUIRE(list.size() == 2);
-  CHECK(list[1]["id"] == 3);
+  REQUIRE(list.size() == 3);
+  CHECK(list[2]["id"] == 3);
   repo.Ok({"restore", "latest", "--to", dir / "out.img"});
   CHECK(SameFile(dir / "out.img", dir / "c.img"));
+  repo.Ok({"restore", "2", "--to", dir / "out-b.img"});
+  CHECK(SameFile(dir / "out-b.img", dir / "b.img"));
+  repo.Ok({"verify"});
+}
+
+TEST_CASE("head: a forget killed before its commit, then a snapshot: repair loses nothing",
+          "[head]") {
+  TempDir dir("head-forget-crash");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "c.img", 3, 2);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);
+  // The forget record and its head (counter 3, without snapshot 1) are durable, the catalog
+  // commit never happens; the snapshot then commits its own head 3 listing 1, 2 and 3.
+  const RunResult killed = repo.Wb({"forget", "1", "--allow-empty-source"}, "",
+                                   {{"WANBACKUP_FAILPOINT", "forget.before-commit"}});
+  CHECK(killed.exit_code == -1);
+  repo.Ok({"snapshot", dir / "c.img"});
+  const RunResult repair = repo.Wb({"repair", "catalog", "--json"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(repair.out);
+  CHECK(report["lost"].empty());
+  CHECK(report["snapshots"] == nlohmann::json::array({1, 2, 3}));
+  repo.Ok({"restore", "1", "--to", dir / "out-a.img"});
+  CHECK(SameFile(dir / "out-a.img", dir / "a.img"));
+  repo.Ok({"restore", "2", "--to", dir / "out-b.img"});
+  CHECK(SameFile(dir / "out-b.img", dir / "b.img"));
+  repo.Ok({"restore", "3", "--to", dir / "out-c.img"});
+  CHECK(SameFile(dir / "out-c.img", dir / "c.img"));
   repo.Ok({"verify"});
 }
 
@@ -434,4 +480,75 @@ TEST_CASE("head: forget on a repository made before heads seals its first head",
   CHECK(list[0]["id"] == 2);
   repo.Ok({"restore", "latest", "--to", dir / "out.img"}, "", fresh);
   CHECK(SameFile(dir / "out.img", dir / "b.img"));
+}
+
+TEST_CASE("anchor: trust records the counter of the head read from the packs, not the catalog's",
+          "[anchor]") {
+  TempDir dir("anchor-trust-counter");
+  RepoCli repo(dir);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);  // head 2
+  const std::string anchor = std::string(std::getenv("WANBACKUP_SECURITY_DIR")) + "/" +
+                             RepositoryId(repo.path()) + "/anchor";
+  const std::string head =
+      HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'");
+  REQUIRE(head.rfind("2 ", 0) == 0);
+  const std::string digest = head.substr(2);
+  // The catalog (storage an attacker can write) claims a far higher counter for the same head:
+  // trusting it would make the honest repository look rolled back from then on.
+  Sql(repo.catalog(), "UPDATE settings SET value = '999 " + digest + "' WHERE key = 'head'");
+  RequireRefused(repo.Wb({"trust"}), "holds counter 2");
+  CHECK(ReadText(anchor).find("head_counter 2\n") != std::string::npos);
+
+  // A counter strtoull would read but no head writes is a malformed setting (exit 3).
+  for (const std::string bad : {"+2 ", " 2 ", "18446744073709551618 "}) {
+    INFO(bad);
+    Sql(repo.catalog(), "UPDATE settings SET value = '" + bad + digest + "' WHERE key = 'head'");
+    RequireRefused(repo.Wb({"snapshots"}), "malformed");
+    RequireRefused(repo.Wb({"trust"}), "malformed");
+  }
+  Sql(repo.catalog(), "UPDATE settings SET value = '2 " + digest + "' WHERE key = 'head'");
+  repo.Ok({"trust"});
+  CHECK(ReadText(anchor).find("head_counter 2\n") != std::string::npos);
+  repo.Ok({"restore", "latest", "--to", dir / "out.img"});
+  CHECK(SameFile(dir / "out.img", dir / "b.img"));
+}
+
+TEST_CASE("head: a snapshot an older wanbackup took after heads existed is kept by repair",
+          "[head]") {
+  TempDir dir("head-older-client");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "c.img", 3, 2);
+  TwoSnapshotsKeepingTheFirstCatalog(repo);  // head 2
+  const std::string head_2 =
+      HeadTestSqlValue(repo.catalog(), "SELECT value FROM settings WHERE key = 'head'");
+  // The release before heads takes snapshot 3: its record is sealed, no head is written, the
+  // catalog still names head 2, and no anchor is touched.
+  repo.Ok({"snapshot", dir / "c.img"}, "", {{"WANBACKUP_SECURITY_DIR", dir / "old-client"}});
+  const std::string row = HeadTestSqlValue(
+      repo.catalog(),
+      "SELECT packs.name || ' ' || chunks.offset FROM chunks JOIN packs ON packs.id = "
+      "chunks.pack_id WHERE chunks.kind = 4 ORDER BY chunks.id DESC LIMIT 1");
+  std::istringstream in(row);
+  std::string name;
+  uintmax_t offset = 0;
+  in >> name >> offset;
+  fs::resize_file(HeadTestPackPath(repo.path(), name), offset);
+  Sql(repo.catalog(),
+      "UPDATE packs SET size = " + std::to_string(offset) + " WHERE name = '" + name +
+          "'; DELETE FROM chunks WHERE kind = 4 AND offset = " + std::to_string(offset) +
+          " AND pack_id = (SELECT id FROM packs WHERE name = '" + name +
+          "'); UPDATE settings SET value = '" + head_2 + "' WHERE key = 'head'");
+
+  // The new client refuses and says what to run; what it runs keeps snapshot 3.
+  RequireRefused(repo.Wb({"snapshots"}), "repair catalog");
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO("repair: " << repair.out << repair.err);
+  CHECK(repair.exit_code == 0);
+  CHECK(repair.err.find("did not list snapshot(s) 3") != std::string::npos);
+  CHECK(repair.err.find("new head (counter 3)") != std::string::npos);
+  const nlohmann::json list = wanbackup::testing::Json(repo.Wb({"snapshots", "--json"}));
+  CHECK(list.size() == 3);
+  repo.Ok({"restore", "3", "--to", dir / "out.img"});
+  CHECK(SameFile(dir / "out.img", dir / "c.img"));
+  repo.Ok({"verify"});
 }

@@ -2,6 +2,9 @@
 // padding of text tables.
 #include "common/text.h"
 
+#include <cstdint>
+#include <optional>
+
 #include <catch2/catch.hpp>
 
 using wanbackup::CodePoints;
@@ -38,4 +41,16 @@ TEST_CASE("text: columns are padded by characters, not bytes", "[unit]") {
         "chtlich ");
   CHECK(PadRight("TAG", 5) == "TAG  ");
   CHECK(PadRight("longer", 3) == "longer");
+}
+
+TEST_CASE("text: a counter is decimal digits within 64 bits, nothing else", "[unit]") {
+  using wanbackup::ParseDecimalU64;
+  CHECK(ParseDecimalU64("0") == std::optional<uint64_t>(0));
+  CHECK(ParseDecimalU64("42") == std::optional<uint64_t>(42));
+  CHECK(ParseDecimalU64("18446744073709551615") == std::optional<uint64_t>(UINT64_MAX));
+  for (const char* bad :
+       {"", "+1", "-1", " 1", "1 ", "0x1", "1e3", "18446744073709551616", "99999999999999999999"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseDecimalU64(bad).has_value());
+  }
 }

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -161,4 +163,80 @@ TEST_CASE("anchor store: anchors are 0600 files in 0700 directories, found by lo
   REQUIRE(self.ok());
   CHECK_FALSE(self->has_value());
   CHECK_FALSE(store.Load("../../etc").ok());
+}
+
+TEST_CASE("anchor file: a location with a newline is never written, so it cannot set a key",
+          "[anchor]") {
+  wanbackup::testing::TempDir dir("anchor-inject");
+  const TrustAnchorStore store(dir / "security");
+  AnchorRecord evil = Known();
+  evil.locations = {"/x\nhead_counter 0"};
+  CHECK(wanbackup::pipeline::CheckAnchorValues(evil).code() == StatusCode::kInvalidArgument);
+  const wanbackup::Status written = store.Update(kId, [&](std::optional<AnchorRecord>& r) {
+    r = evil;
+    return true;
+  });
+  CHECK(written.code() == StatusCode::kInvalidArgument);
+  CHECK(written.message().find("\\x0a") != std::string::npos);
+  auto loaded = store.Load(kId);
+  REQUIRE(loaded.ok());
+  CHECK_FALSE(loaded->has_value());  // nothing was written
+  for (const char* control : {"/a\rb", "/a\tb", "/a\x7f"}) {
+    AnchorRecord r = Known();
+    r.locations = {control};
+    CHECK_FALSE(wanbackup::pipeline::CheckAnchorValues(r).ok());
+  }
+  CHECK(wanbackup::pipeline::CheckAnchorValues(Known()).ok());
+}
+
+TEST_CASE("anchor file: a single-value key twice, or a malformed line, is Corruption", "[anchor]") {
+  const std::string good = EncodeAnchor(Known());
+  for (const std::string& bad :
+       {good + "head_counter 0\n", good + "repository_id " + kOtherId + "\n",
+        good + "encryption none\n", good + "key_fingerprint " + std::string(64, 'b') + "\n",
+        good + "location\n", good + "location \n", good + " /x\n", good + "location /a\rb\n",
+        good.substr(0, good.size() - 1), good + "\n"}) {
+    INFO(bad);
+    CHECK(DecodeAnchor(bad).status().code() == StatusCode::kCorruption);
+  }
+  std::string twice = good;
+  twice.replace(twice.find("head_counter 5"), 14, "head_counter 5\nhead_counter 9");
+  CHECK(DecodeAnchor(twice).status().message().find("'head_counter' appears twice") !=
+        std::string::npos);
+  for (const char* counter : {"+5", "5 ", "0x5", "18446744073709551616", "99999999999999999999"}) {
+    std::string bad = good;
+    bad.replace(bad.find("head_counter 5"), 14, std::string("head_counter ") + counter);
+    INFO(bad);
+    CHECK_FALSE(DecodeAnchor(bad).ok());
+  }
+  std::string max = good;
+  max.replace(max.find("head_counter 5"), 14, "head_counter 18446744073709551615");
+  REQUIRE(DecodeAnchor(max).ok());
+  CHECK(DecodeAnchor(max)->head_counter == UINT64_MAX);
+  // Repeated locations stay allowed: one anchor, many places.
+  REQUIRE(DecodeAnchor(good + "location /mnt/copy\n").ok());
+}
+
+TEST_CASE("anchor store: a damaged anchor names its file and how to start afresh", "[anchor]") {
+  wanbackup::testing::TempDir dir("anchor-damaged");
+  const TrustAnchorStore store(dir / "security");
+  REQUIRE(store
+              .Update(kId,
+                      [](std::optional<AnchorRecord>& r) {
+                        r = Known();
+                        return true;
+                      })
+              .ok());
+  const std::string path = dir / "security/" + kId + "/anchor";
+  {
+    FILE* f = std::fopen(path.c_str(), "a");
+    REQUIRE(f != nullptr);
+    std::fputs("head_counter 0\n", f);
+    std::fclose(f);
+  }
+  const auto loaded = store.Load(kId);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.status().code() == StatusCode::kCorruption);
+  CHECK(loaded.status().message().find(path) != std::string::npos);
+  CHECK(loaded.status().message().find("wanbackup trust") != std::string::npos);
 }
