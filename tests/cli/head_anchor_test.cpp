@@ -502,7 +502,11 @@ TEST_CASE("anchor: trust records the counter of the head read from the packs, no
   // A counter strtoull would read but no head writes is a malformed setting (exit 3).
   for (const std::string bad : {"+2 ", " 2 ", "18446744073709551618 "}) {
     INFO(bad);
-    Sql(repo.catalog(), "UPDATE settings SET value = '" + bad + digest + "' WHERE key = 'head'");
+    std::string sql = "UPDATE settings SET value = '";
+    sql += bad;
+    sql += digest;
+    sql += "' WHERE key = 'head'";
+    Sql(repo.catalog(), sql);
     RequireRefused(repo.Wb({"snapshots"}), "malformed");
     RequireRefused(repo.Wb({"trust"}), "malformed");
   }

@@ -192,7 +192,7 @@ TEST_CASE("anchor file: a location with a newline is never written, so it cannot
 TEST_CASE("anchor file: a single-value key twice, or a malformed line, is Corruption", "[anchor]") {
   const std::string good = EncodeAnchor(Known());
   for (const std::string& bad :
-       {good + "head_counter 0\n", good + "repository_id " + kOtherId + "\n",
+       {good + "head_counter 0\n", good + ("repository_id " + std::string(kOtherId) + "\n"),
         good + "encryption none\n", good + "key_fingerprint " + std::string(64, 'b') + "\n",
         good + "location\n", good + "location \n", good + " /x\n", good + "location /a\rb\n",
         good.substr(0, good.size() - 1), good + "\n"}) {
