@@ -21,22 +21,12 @@
 using wanbackup::testing::RepoCli;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::SameFile;
+using wanbackup::testing::Sql;
 using wanbackup::testing::TempDir;
 using wanbackup::testing::WriteNoiseImage;
 namespace fs = std::filesystem;
 
 namespace {
-
-void Sql(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  INFO(sql << ": " << (err != nullptr ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <sqlite3.h>
 
 namespace wanbackup::testing {
 
@@ -107,6 +108,17 @@ std::string FileContents(const std::string& path) {
   }
   ::close(fd);
   return data;
+}
+
+void Sql(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO(sql << ": " << (err != nullptr ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
 }
 
 std::map<std::string, std::string> TreeContents(const std::string& dir) {

@@ -68,6 +68,8 @@ bool SameBytes(const std::string& copy, const std::string& original, uint64_t le
 // The whole file (empty when it cannot be read). One read(2) per MiB: an istreambuf_iterator
 // copies a byte at a time, 5 MB/s under AddressSanitizer.
 std::string FileContents(const std::string& path);
+// Runs `sql` on the SQLite database at `db_path` (a test's tampering); fails the test on error.
+void Sql(const std::string& db_path, const std::string& sql);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.
 std::map<std::string, std::string> TreeContents(const std::string& dir);
 
