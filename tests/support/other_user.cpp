@@ -1,6 +1,7 @@
 #include "support/other_user.h"
 
 #include <grp.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,14 @@ bool AsOtherUser(const std::function<bool()>& fn) {
   while (::waitpid(pid, &status, 0) < 0) {
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool OtherUserCanSearch(const std::string& path) {
+  for (std::string dir = path; !dir.empty(); dir = dir.substr(0, dir.rfind('/'))) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
 }
 
 std::vector<std::string> AsOtherUserArgv(std::vector<std::string> argv) {

@@ -19,6 +19,9 @@ bool CanSwitchUser();
 // Runs `fn` in a forked child that has become the other user (setgroups, setresgid, setresuid);
 // true when `fn` returned true there. Catch2 assertions do not work inside `fn`.
 bool AsOtherUser(const std::function<bool()>& fn);
+// Whether the other user may search every directory from / down to `path` (checked by mode
+// bits for "others": the other user is in none of the groups that own them).
+bool OtherUserCanSearch(const std::string& path);
 // `argv` prefixed so that it runs as the other user (setpriv, no supplementary groups).
 std::vector<std::string> AsOtherUserArgv(std::vector<std::string> argv);
 
