@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,13 +39,37 @@ std::vector<FileId> Directories(fs::path canonical) {
   return out;
 }
 
-// The file a loop device writes to (/sys/dev/block/M:m/loop/backing_file), or "" when it is
-// no loop device or its file was deleted. A partition of a loop device is not followed.
+std::string SysBlock(dev_t dev) {
+  return "/sys/dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
+}
+
+// The first line of a small sysfs file, "" when it cannot be read.
+std::string SysLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The whole disk `dev` is a partition of, or 0 (sysfs: a partition's directory lies in its
+// disk's, which holds that disk's "dev").
+uint64_t WholeDisk(dev_t dev) {
+  const std::string sys = SysBlock(dev);
+  struct stat st {};
+  if (::stat((sys + "/partition").c_str(), &st) != 0) return 0;
+  unsigned major_number = 0, minor_number = 0;
+  if (std::sscanf(SysLine(sys + "/../dev").c_str(), "%u:%u", &major_number, &minor_number) != 2) {
+    return 0;
+  }
+  return static_cast<uint64_t>(makedev(major_number, minor_number));
+}
+
+// The file a loop device writes to (/sys/dev/block/M:m/loop/backing_file), or its disk's for a
+// partition of a loop device (loop0p1); "" when it is neither or its file was deleted.
 std::string LoopBackingFile(dev_t rdev) {
-  std::ifstream in("/sys/dev/block/" + std::to_string(major(rdev)) + ":" +
-                   std::to_string(minor(rdev)) + "/loop/backing_file");
-  std::string file;
-  std::getline(in, file);
+  const uint64_t whole = WholeDisk(rdev);
+  const std::string file =
+      SysLine(SysBlock(whole != 0 ? static_cast<dev_t>(whole) : rdev) + "/loop/backing_file");
   if (file.ends_with(" (deleted)")) return "";
   return file;
 }
@@ -62,9 +87,11 @@ Identity IdentifyPath(const std::string& spec) {
   if (::stat(canonical.c_str(), &st) != 0) return id;
   id.exists = true;
   id.file = IdOf(st);
+  id.whole_disk = WholeDisk(st.st_dev);
   if (S_ISBLK(st.st_mode)) {
     id.kind = Identity::Kind::kBlock;
     id.rdev = static_cast<uint64_t>(st.st_rdev);
+    id.whole_disk = WholeDisk(st.st_rdev);
     if (std::string file = LoopBackingFile(st.st_rdev); !file.empty()) {
       id.backing.push_back(IdentifyPath(file));
     }
@@ -109,6 +136,26 @@ bool LooksLikeRepository(const fs::path& dir) {
   struct stat packs {};
   return ::lstat((dir / "config.json").c_str(), &config) == 0 && S_ISREG(config.st_mode) &&
          ::lstat((dir / "packs").c_str(), &packs) == 0 && S_ISDIR(packs.st_mode);
+}
+
+// What a repository's file `path` is by its content ("a pack", "config.json", "catalog.db"),
+// or "" when it is none: for a hard link to one found where no repository is (docs/format.md:
+// a pack's magic, config.json's keys, the catalog's tables in its first pages).
+std::string RepositoryFileByContent(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.starts_with("WBPACK01")) return "a pack";
+  if (head.starts_with("{") && head.find("\"repository_id\"") != std::string::npos &&
+      head.find("\"format\"") != std::string::npos) {
+    return "config.json";
+  }
+  if (head.starts_with(std::string("SQLite format 3\0", 16)) &&
+      head.find("CREATE TABLE snapshot_maps") != std::string::npos) {
+    return "catalog.db";
+  }
+  return "";
 }
 
 // `to` when it is an existing regular file, and each existing regular file a loop device `to`
@@ -232,6 +279,17 @@ void AddRepositoriesHolding(const Identity& to, std::vector<Protected>* protect)
   for (const Identity& file : to.backing)
     AddRepositoriesHolding(file, protect);
   if (to.kind != Identity::Kind::kPath || to.spelling.empty() || to.spelling[0] != '/') return;
+  // A hard link to a repository's file, outside every repository: known by what it holds.
+  if (to.exists && to.links > 1) {
+    if (const std::string what = RepositoryFileByContent(to.spelling); !what.empty()) {
+      Protected file;
+      file.rule = Rule::kRepository;
+      file.identity = to;
+      file.what = "a wanbackup repository (by its content: " + what + ", with " +
+                  std::to_string(to.links) + " hard links)";
+      protect->push_back(file);
+    }
+  }
   for (fs::path dir(to.spelling);; dir = dir.parent_path()) {
     if (LooksLikeRepository(dir)) AddRepository(dir.string(), to, protect);
     if (!dir.has_relative_path()) return;

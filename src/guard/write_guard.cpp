@@ -23,6 +23,15 @@ bool Inside(const Identity& to, const Identity& dir) {
   return std::find(to.directories.begin(), to.directories.end(), dir.file) != to.directories.end();
 }
 
+// Whether the block device `to` holds the file or directory `file` (the partition its
+// filesystem is on, or that partition's whole disk).
+bool Holds(const Identity& to, const Identity& file) {
+  if (to.kind != Identity::Kind::kBlock || file.kind != Identity::Kind::kPath || !file.exists) {
+    return false;
+  }
+  return to.rdev == file.file.dev || (file.whole_disk != 0 && to.rdev == file.whole_disk);
+}
+
 // What the refusal says `to` is, or "" when `p` does not refuse it.
 std::string Refusal(const Destination& to, const Protected& p) {
   const Identity& id = to.identity;
@@ -31,16 +40,15 @@ std::string Refusal(const Destination& to, const Protected& p) {
       if (!p.tree) return Same(id, p.identity) ? "a file of " + p.what : "";
       if (Same(id, p.identity)) return p.what;
       if (Inside(id, p.identity)) return "a file of " + p.what;
-      if (id.kind == Identity::Kind::kBlock && p.identity.exists &&
-          id.rdev == p.identity.file.dev) {
-        return "the device that holds " + p.what;
-      }
+      if (Holds(id, p.identity)) return "the device that holds " + p.what;
       return "";
     case Rule::kJobSource:
     case Rule::kNamedFile:
+      if (Holds(id, p.identity)) return "the device that holds " + p.what;
       return Same(id, p.identity) ? p.what : "";
     case Rule::kSnapshotSource:
       if (p.overridable && to.overwrite_source) return "";
+      if (Holds(id, p.identity)) return "the device that holds " + p.what;
       return Same(id, p.identity) ? p.what : "";
     case Rule::kReplica:
       if (!Same(id, p.identity)) return "";
@@ -59,7 +67,8 @@ bool Same(const Identity& a, const Identity& b) {
     case Kind::kLun:
       return !a.lun.empty() && a.lun == b.lun && HostsMeet(a.hosts, b.hosts);
     case Kind::kBlock:
-      return a.rdev == b.rdev;
+      return a.rdev == b.rdev || (a.whole_disk != 0 && a.whole_disk == b.rdev) ||
+             (b.whole_disk != 0 && b.whole_disk == a.rdev);
     case Kind::kPath:
       if (a.exists != b.exists) return false;
       return a.exists ? a.file == b.file : a.spelling == b.spelling;
@@ -67,6 +76,23 @@ bool Same(const Identity& a, const Identity& b) {
       return !a.spelling.empty() && a.spelling == b.spelling;
   }
   return false;
+}
+
+Status CheckDeviceName(const Destination& to) {
+  const Identity& id = to.identity;
+  if (id.kind != Identity::Kind::kPath || id.exists) return Status::Ok();
+  const std::string& path = id.spelling;
+  const bool device_dir =
+      path.rfind('/') == 4 || path.starts_with("/dev/disk/") || path.starts_with("/dev/mapper/");
+  // /dev/stdout, /dev/fd/N: links into /proc, to a file that may have been deleted (the
+  // opening refuses that, common/safe_path.h); not a device name.
+  const bool stream =
+      path == "/dev/stdout" || path == "/dev/stderr" || path.starts_with("/dev/fd/");
+  if (!path.starts_with("/dev/") || !device_dir || stream) return Status::Ok();
+  return Status::InvalidArgument(to.name +
+                                 " does not exist, and a new file among the devices is no disk "
+                                 "(is the device name right? lsblk lists them). Nothing was "
+                                 "written");
 }
 
 Status CheckWriteTarget(const Destination& to, const std::vector<Protected>& protect) {
@@ -78,8 +104,18 @@ Status CheckWriteTarget(const Destination& to, const std::vector<Protected>& pro
     alias.identity = file;
     aliases.push_back(std::move(alias));
   }
+  // A protected loop device protects the file it writes to as well.
+  std::vector<Protected> all = protect;
+  for (const Protected& p : protect) {
+    for (const Identity& file : p.identity.backing) {
+      Protected alias = p;
+      alias.identity = file;
+      alias.what = p.what + " (" + p.identity.spelling + ", a loop device on it)";
+      all.push_back(std::move(alias));
+    }
+  }
   for (const Destination& as : aliases) {
-    for (const Protected& p : protect) {
+    for (const Protected& p : all) {
       const std::string what = Refusal(as, p);
       if (what.empty()) continue;
       return Status::InvalidArgument(as.name + " is " + what +

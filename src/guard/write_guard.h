@@ -8,7 +8,10 @@
 //   (d) a replica the repository records, unless the command is replicate of the series (the
 //       source) that replica holds;
 //   (e) for a file the config writes itself (the metrics textfile): any other file the config
-//       names (the config file, a credential file, a replica).
+//       names (the config file, a credential file, a replica);
+// and, apart (CheckDeviceName), a device path that does not exist (a mistyped device name).
+// A device is refused for what a file it holds is refused for, a partition for what its disk is
+// (and the other way round), and a loop device for what its backing file is.
 // Pure rules: the caller fills in what the destination and the protected things are
 // (guard/identity.h). docs/threat-model.md, "Write targets". Thread-compatible.
 #pragma once
@@ -45,8 +48,12 @@ struct Identity {
   uint64_t links = 0;  // hard links of an existing regular file
   std::vector<FileId> directories;
   uint64_t rdev = 0;  // kBlock: the device number
-  // kBlock: a loop device's backing file (the same data under another identity); the guard
-  // refuses the device for whatever it refuses that file for.
+  // kBlock: the whole disk's device number when this is a partition of one (its data is part
+  // of that disk's); kPath: the same for the partition that holds the file. 0: none.
+  uint64_t whole_disk = 0;
+  // kBlock: a loop device's backing file, or a loop partition's (the same data under another
+  // identity); the guard refuses the device for whatever it refuses that file for, and a
+  // protected loop device protects its file.
   std::vector<Identity> backing;
   // kLun: "IQN/LUN", and the portal host's addresses ("loopback" for any loopback address);
   // empty `hosts`: not known (a name that does not resolve), so any host may be this one.
@@ -55,7 +62,8 @@ struct Identity {
   std::vector<std::string> hosts;
 };
 
-// Whether `a` and `b` are the same file, device or LUN.
+// Whether `a` and `b` are the same file, device or LUN. Two block devices are the same when
+// they share data: one is the other, or a partition of it.
 bool Same(const Identity& a, const Identity& b);
 
 enum class Rule {
@@ -91,6 +99,11 @@ struct Destination {
   std::optional<Identity> replicate_series;
   bool overwrite_source = false;  // restore --overwrite-source
 };
+
+// InvalidArgument when `to` is a path that does not exist in /dev, /dev/disk/… or /dev/mapper
+// (a mistyped device name: a new file there would take memory and hold no disk; /dev/shm is
+// a filesystem like any other).
+Status CheckDeviceName(const Destination& to);
 
 // InvalidArgument, one line, "DEST is WHAT[; HINT]. Nothing was written", for the first rule
 // that refuses `to`; Ok when none does.

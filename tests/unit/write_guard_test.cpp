@@ -229,5 +229,61 @@ TEST_CASE(
   }));
 }
 
+Identity Block(uint64_t rdev, uint64_t whole_disk = 0) {
+  Identity id;
+  id.kind = Identity::Kind::kBlock;
+  id.exists = true;
+  id.rdev = rdev;
+  id.whole_disk = whole_disk;
+  return id;
+}
+
+TEST_CASE("write guard: a partition and its disk share data, two partitions of one disk do not",
+          "[guard]") {
+  const Identity disk = Block(0x800), part1 = Block(0x801, 0x800), part2 = Block(0x802, 0x800);
+  const std::vector<Protected> source = {Of(Rule::kJobSource, part1, "the source of job db")};
+  CHECK(CheckWriteTarget(To("/dev/sda", disk), source).message() ==
+        "/dev/sda is the source of job db. Nothing was written");
+  CHECK(CheckWriteTarget(To("/dev/sda2", part2), source).ok());
+  const std::vector<Protected> whole = {Of(Rule::kJobSource, disk, "the source of job all")};
+  CHECK(!CheckWriteTarget(To("/dev/sda1", part1), whole).ok());
+  // The device that holds a protected file, or its partition's disk.
+  Identity file = File(7);
+  file.file.dev = 0x801;
+  file.whole_disk = 0x800;
+  const std::vector<Protected> on_fs = {
+      Of(Rule::kSnapshotSource, file, "the source of snapshot 3")};
+  CHECK(CheckWriteTarget(To("/dev/sda", disk), on_fs).message() ==
+        "/dev/sda is the device that holds the source of snapshot 3. Nothing was written");
+  CHECK(!CheckWriteTarget(To("/dev/sda1", part1), on_fs).ok());
+  CHECK(CheckWriteTarget(To("/dev/sda2", part2), on_fs).ok());
+}
+
+TEST_CASE("write guard: a protected loop device protects its backing file", "[guard]") {
+  Identity loop = Block(0x700);
+  loop.spelling = "/dev/loop0";
+  loop.backing.push_back(File(9));
+  const std::vector<Protected> source = {Of(Rule::kJobSource, loop, "the source of job vm")};
+  CHECK(CheckWriteTarget(To("/vm.img", File(9)), source).message() ==
+        "/vm.img is the source of job vm (/dev/loop0, a loop device on it). Nothing was written");
+  CHECK(CheckWriteTarget(To("/other.img", File(10)), source).ok());
+}
+
+TEST_CASE("write guard: a device path that does not exist is a mistyped name, /dev/shm is not",
+          "[guard]") {
+  auto missing = [](const std::string& path) {
+    Identity id;
+    id.kind = Identity::Kind::kPath;
+    id.spelling = path;
+    return To(path, id);
+  };
+  CHECK(!CheckDeviceName(missing("/dev/sdz")).ok());
+  CHECK(!CheckDeviceName(missing("/dev/disk/by-id/wwn-0x5000")).ok());
+  CHECK(!CheckDeviceName(missing("/dev/mapper/vg-lv")).ok());
+  CHECK(CheckDeviceName(missing("/dev/shm/new.img")).ok());
+  CHECK(CheckDeviceName(missing("/dev/stdout")).ok());
+  CHECK(CheckDeviceName(missing("/srv/new.img")).ok());
+}
+
 }  // namespace
 }  // namespace wanbackup::guard
