@@ -147,6 +147,20 @@ Status ReadLink(int dir, const std::string& name, const std::string& shown, std:
   return Status::Ok();
 }
 
+// InvalidArgument when the /proc link `name` (/proc/self/fd/N, /dev/stdout's) names a file that
+// was deleted: its text ("/x (deleted)") is no path to write, and a new file there is not
+// what was meant.
+Status RefuseDeleted(const Walk& walk, const std::string& name, const std::string& target) {
+  if (!walk.InProc()) return Status::Ok();
+  struct stat followed {};
+  if (::fstatat(walk.fd(), name.c_str(), &followed, 0) != 0 || !S_ISREG(followed.st_mode) ||
+      followed.st_nlink != 0) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(walk.Join(name) + " is a file that was deleted (" + target +
+                                 "): nothing to write to. Nothing was written");
+}
+
 Status NamesDirectory(const std::string& path) {
   return Status::InvalidArgument(path + " is a directory; give a file or device path");
 }
@@ -200,6 +214,7 @@ Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy polic
       WB_RETURN_IF_ERROR(walk.MayFollow(name, st));
       std::string target;
       WB_RETURN_IF_ERROR(ReadLink(walk.fd(), name, walk.Join(name), &target));
+      WB_RETURN_IF_ERROR(RefuseDeleted(walk, name, target));
       const bool absolute_link = target.starts_with('/');
       if (!absolute_link && target.find(":[") != std::string::npos && walk.InProc()) {
         if (last) return walk.Finish(name, true);  // a pipe, a socket: no path to walk
