@@ -644,4 +644,11 @@ Result<std::unique_ptr<Catalog>> Catalog::OpenReadOnly(const std::string& path) 
   return std::unique_ptr<Catalog>(std::move(catalog));
 }
 
+Result<std::unique_ptr<Catalog>> Catalog::Peek(const std::string& path) {
+  WB_ASSIGN_OR_RETURN(Db db, Db::OpenReadOnly(path, true));
+  auto catalog = std::make_unique<SqliteCatalog>(std::move(db));
+  WB_RETURN_IF_ERROR(catalog->Init(false, std::chrono::milliseconds(0), true));
+  return std::unique_ptr<Catalog>(std::move(catalog));
+}
+
 }  // namespace wanbackup::catalog

@@ -137,6 +137,10 @@ class Catalog {
   // read-only mount, write-protected media, a directory without write permission): no schema
   // migration, and no -shm needed where none can be made (docs/operations.md). Writes fail.
   static Result<std::unique_ptr<Catalog>> OpenReadOnly(const std::string& path);
+  // A glance at another repository's catalog that changes nothing there and waits for nothing:
+  // SQLite's immutable mode (no lock, no -shm or -wal made). What a running writer has not yet
+  // checkpointed is not seen.
+  static Result<std::unique_ptr<Catalog>> Peek(const std::string& path);
   virtual ~Catalog() = default;
 
   class Transaction {

@@ -172,6 +172,10 @@ Status RunCopy(const CopyCommandOptions& opts) {
     WriteTarget target;
     target.to = opts.destination;
     target.copy_source = opts.source;
+    target.credential_files = {opts.credentials.source_chap_secret_file,
+                               opts.credentials.destination_chap_secret_file};
+    for (const std::string& file : CredentialFiles(RepoFlags{}, opts.credentials.shared))
+      target.credential_files.push_back(file);
     WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
   }
   // Which end gets which CHAP secret (copy_credentials.h), decided before either end is opened.

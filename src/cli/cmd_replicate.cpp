@@ -12,6 +12,7 @@
 #include "cli/repo_flags.h"
 #include "cli/source_open.h"
 #include "cli/tuning_flags.h"
+#include "cli/write_target.h"
 #include "pipeline/snapshot_check.h"
 
 namespace wanbackup::cli {
@@ -42,6 +43,7 @@ Status RunReplicate(const ReplicateCommandOptions& opts) {
   request.progress = !opts.json;
   request.target = opts.target;
   request.tuning = opts.tuning;
+  request.credential_files = CredentialFiles(opts.repo, opts.target);
   WB_ASSIGN_OR_RETURN(ReplicateOutcome out, ReplicateSnapshot(*repo, snap, request));
   if (opts.json) {
     std::printf("%s\n", out.json.c_str());  // already JSON text (ReplicateSnapshot made it)

@@ -89,6 +89,7 @@ Result<OpenedSink> OpenRestoreSink(const RestoreCommandOptions& opts, pipeline::
   target.repo = &repo;
   target.overwrite_source = opts.overwrite_source;
   target.restored_source = snap.source;
+  target.credential_files = CredentialFiles(opts.repo, opts.target);
   WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
   WB_ASSIGN_OR_RETURN(OpenedSink opened,
                       OpenSink(opts.to, snap.size_bytes,

@@ -251,6 +251,7 @@ Status RefuseReplicaTarget(pipeline::Repository& repo, const catalog::SnapshotIn
   target.holds_writer_lock = true;  // REQUIRES of ReplicateSnapshot
   target.config = request.config;
   target.replicate_source = snap.source;  // its own series' replicas may be written
+  target.credential_files = request.credential_files;
   return RefuseWriteTarget(target);
 }
 

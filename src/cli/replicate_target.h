@@ -28,6 +28,7 @@ struct ReplicateRequest {
   // Write over an existing file, or a block device that holds data, that the repository does
   // not record as a replica (replicate --force).
   bool force = false;
+  std::vector<std::string> credential_files;  // WriteTarget::credential_files
 };
 
 struct ReplicateOutcome {

@@ -4,13 +4,17 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "guard/identity.h"
 #include "guard/write_guard.h"
 #include "pipeline/repo_lock.h"
+#include "pipeline/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -82,6 +86,53 @@ Status AddReplicas(pipeline::Repository& repo, std::vector<guard::Protected>* pr
   return Status::Ok();
 }
 
+// The repositories this client has opened (the locations in its trust anchors,
+// pipeline/trust_anchor.h) other than `except`: their files, and the sources of their complete
+// snapshots. A command knows only its own repository, and `copy` none, but a disk another
+// repository backs up is no place to write either. Best effort: a location that is gone, or a
+// catalog that cannot be read, adds what it can and is never an error.
+// `restored`: as for AddSnapshotSources (the same disk backed up to two repositories may be
+// rolled back from either).
+void AddKnownRepositories(const std::string& except, const guard::Identity& to,
+                          const std::optional<guard::Identity>& restored,
+                          std::vector<guard::Protected>* protect) {
+  const Result<std::vector<pipeline::AnchorRecord>> anchors =
+      pipeline::TrustAnchorStore(pipeline::DefaultSecurityDir()).All();
+  if (!anchors.ok()) return;
+  std::set<std::string> seen;
+  if (char* real = ::realpath(except.c_str(), nullptr); real != nullptr) {
+    seen.insert(real);
+    std::free(real);
+  }
+  for (const pipeline::AnchorRecord& anchor : *anchors) {
+    for (const std::string& location : anchor.locations) {
+      struct stat st {};
+      if (!seen.insert(location).second || ::stat((location + "/config.json").c_str(), &st) != 0) {
+        continue;
+      }
+      guard::AddRepository(location, to, protect);
+      Result<std::unique_ptr<catalog::Catalog>> cat =
+          catalog::Catalog::Peek(location + "/catalog.db");
+      if (!cat.ok()) continue;
+      const Result<std::vector<catalog::SnapshotInfo>> snapshots = (*cat)->Snapshots(false);
+      if (!snapshots.ok()) continue;
+      std::map<std::string, guard::Identity> known;  // one lookup per source
+      for (const catalog::SnapshotInfo& s : *snapshots) {
+        auto [it, added] = known.try_emplace(s.source);
+        if (added) it->second = guard::Identify(s.source);
+        guard::Protected p;
+        p.rule = guard::Rule::kSnapshotSource;
+        p.identity = it->second;
+        p.what = "the source of snapshot " + std::to_string(s.id) + " of repository " + location;
+        p.overridable = restored && guard::Same(it->second, *restored);
+        p.hint = restored ? "--overwrite-source rolls back only the restored snapshot's own source"
+                          : "a disk another repository backs up is never a destination";
+        protect->push_back(p);
+      }
+    }
+  }
+}
+
 // What standard output is, for the destination "-": a file or device opened for it (`1<>file`
 // and `>>file` do not truncate before wanbackup starts) by its inode or device number; a pipe
 // or terminal is nothing the guard protects.
@@ -105,7 +156,39 @@ guard::Identity StandardOutput() {
   return id;
 }
 
+// The files a command and the client need and nobody may write over: the credential files
+// given (flags and environment), and the trust anchor directory (pipeline/trust_anchor.h).
+void AddClientFiles(const WriteTarget& target, std::vector<guard::Protected>* protect) {
+  std::vector<std::string> files = target.credential_files;
+  for (const char* var : {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE",
+                          "WANBACKUP_NEW_PASSWORD_FILE", "WANBACKUP_CHAP_SECRET_FILE"}) {
+    if (const char* value = std::getenv(var); value != nullptr && *value != '\0') {
+      files.emplace_back(value);
+    }
+  }
+  for (const std::string& file : files) {
+    if (file.empty() || file == "-") continue;
+    guard::Protected p;
+    p.rule = guard::Rule::kNamedFile;
+    p.identity = guard::Identify(file);
+    p.what = "a credential file this command uses (" + file + ")";
+    protect->push_back(p);
+  }
+  guard::Protected anchors;
+  anchors.rule = guard::Rule::kRepository;
+  anchors.identity = guard::Identify(pipeline::DefaultSecurityDir());
+  anchors.what = "the trust anchor directory " + pipeline::DefaultSecurityDir();
+  anchors.tree = true;
+  protect->push_back(anchors);
+}
+
 }  // namespace
+
+std::vector<std::string> CredentialFiles(const RepoFlags& flags, const TargetFlags& target) {
+  const RepoFlags resolved = WithEnvironment(flags);
+  return {resolved.key_file, resolved.password_file, target.chap_secret_file,
+          target.target_chap_secret_file};
+}
 
 Status RefuseWriteTarget(const WriteTarget& target) {
   guard::Destination dest;
@@ -126,14 +209,18 @@ Status RefuseWriteTarget(const WriteTarget& target) {
     source.what = "the source of this copy";
     protect.push_back(source);
   }
+  std::optional<guard::Identity> restored;
+  if (target.overwrite_source) restored = guard::Identify(target.restored_source);
   if (target.repo != nullptr) {
-    std::optional<guard::Identity> restored;
-    if (target.overwrite_source) restored = guard::Identify(target.restored_source);
     WB_RETURN_IF_ERROR(
         AddSnapshotSources(*target.repo, target.holds_writer_lock, restored, &protect));
     WB_RETURN_IF_ERROR(AddReplicas(*target.repo, &protect));
   }
+  AddClientFiles(target, &protect);
+  AddKnownRepositories(target.repo != nullptr ? target.repo->path() : "", dest.identity, restored,
+                       &protect);
   guard::ResolveHosts(&dest, &protect);
+  WB_RETURN_IF_ERROR(guard::CheckDeviceName(dest));
   return guard::CheckWriteTarget(dest, protect);
 }
 

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "cli/repo_flags.h"
+#include "cli/target_flags.h"
 #include "common/status.h"
 #include "jobs/config.h"
 #include "pipeline/repository.h"
@@ -23,7 +26,14 @@ struct WriteTarget {
   bool overwrite_source = false;         // restore --overwrite-source: of this source only
   std::string restored_source;           // restore: the source of the snapshot it writes
   std::string copy_source;               // copy: what it reads
+  // The key, passphrase and CHAP secret files the command uses (empty entries are skipped);
+  // those of the environment ($WANBACKUP_KEY_FILE, ...) are added by RefuseWriteTarget.
+  std::vector<std::string> credential_files;
 };
+
+// `flags`' key and password files, after the environment (WithEnvironment), and `target`'s
+// CHAP secret files: what WriteTarget::credential_files lists for a command that has them.
+std::vector<std::string> CredentialFiles(const RepoFlags& flags, const TargetFlags& target);
 
 // InvalidArgument (exit 2), one line naming what the destination is, when the guard refuses it.
 Status RefuseWriteTarget(const WriteTarget& target);

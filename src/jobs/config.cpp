@@ -1,5 +1,6 @@
 #include "jobs/config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "common/file_trust.h"
+#include "common/unique_fd.h"
 #include "common/units.h"
 #include "guard/identity.h"
 #include "initiator/iscsi_url.h"
@@ -69,9 +71,14 @@ Status CheckSecretFile(const Place& at, const std::string& path) {
   return Status::Ok();
 }
 
-// A config file CheckTrustedFile refuses is a bad config (exit 2), as its keys' errors are.
-Status CheckConfigFile(const std::string& path) {
-  Status trusted = CheckTrustedFile(path, TrustedFile::kConfig);
+// The text of the config file, read through the one descriptor CheckTrustedFile judged (never
+// a second lookup by name). A file it refuses is a bad config (exit 2), as its keys' errors are.
+Result<std::string> ReadConfigFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  Status trusted = !fd.valid()                   ? Status::FromErrno(errno, path)
+                   : ::fstat(fd.get(), &st) != 0 ? Status::FromErrno(errno, path)
+                                                 : CheckTrustedFile(path, st, TrustedFile::kConfig);
   if (trusted.code() == StatusCode::kNotFound) {
     return Status::NotFound("config file " + path + " does not exist (give --config FILE or set $" +
                             kConfigEnv + "; an example: conf/wanbackup.toml.example)");
@@ -79,7 +86,17 @@ Status CheckConfigFile(const std::string& path) {
   if (trusted.code() == StatusCode::kPermissionDenied) {
     return Status::InvalidArgument(trusted.message());
   }
-  return trusted;
+  WB_RETURN_IF_ERROR(trusted);
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "reading " + path);
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+  }
 }
 
 using Handler = std::function<Status(const Place&, const toml::node&)>;
@@ -466,6 +483,16 @@ Status ReadJobs(const std::string& file, const toml::node& node, Config* config)
 // [metrics] textfile is replaced whole by every run, as root: the write guard's rules, and none
 // of the other files the config names (itself, a credential file, a replica). Said at load, so
 // that `run --dry-run` and `jobs` say it too.
+void AddNamedFile(const std::string& path, const std::string& what,
+                  std::vector<guard::Protected>* protect) {
+  if (path.empty()) return;
+  guard::Protected p;
+  p.rule = guard::Rule::kNamedFile;
+  p.identity = guard::Identify(path);
+  p.what = what;
+  protect->push_back(p);
+}
+
 Status CheckMetricsTarget(const Config& config, const toml::table& root) {
   if (config.metrics_textfile.empty()) return Status::Ok();
   const toml::node* node = root.at_path("metrics.textfile").node();
@@ -476,25 +503,9 @@ Status CheckMetricsTarget(const Config& config, const toml::table& root) {
   dest.identity = guard::Identify(config.metrics_textfile);
   std::vector<guard::Protected> protect;
   AddProtected(config, dest.identity, &protect);
-  auto named = [&protect](const std::string& path, const std::string& what) {
-    if (path.empty()) return;
-    guard::Protected p;
-    p.rule = guard::Rule::kNamedFile;
-    p.identity = guard::Identify(path);
-    p.what = what;
-    protect.push_back(p);
-  };
-  named(config.path, "this config file");
-  for (const auto& [name, repo] : config.repositories) {
-    named(repo.password_file, "the password_file of repository " + name);
-    named(repo.key_file, "the key_file of repository " + name);
-  }
   for (const auto& [name, job] : config.jobs) {
     for (const std::string& to : job.replicate_to)
-      named(to, "a replica of job " + name + " (replicate_to)");
-    named(job.chap_secret_file, "the chap_secret_file of job " + name);
-    named(job.target_chap_secret_file, "the target_chap_secret_file of job " + name);
-    named(job.replica_chap_secret_file, "the replica_chap_secret_file of job " + name);
+      AddNamedFile(to, "a replica of job " + name + " (replicate_to)", &protect);
   }
   if (Status s = guard::CheckWriteTarget(dest, protect); !s.ok()) return at.Error(s.message());
   return Status::Ok();
@@ -509,10 +520,10 @@ std::string ConfigPath(const std::string& flag) {
 }
 
 Result<Config> LoadConfig(const std::string& path) {
-  WB_RETURN_IF_ERROR(CheckConfigFile(path));
+  WB_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(path));
   toml::table root;
   try {
-    root = toml::parse_file(path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     return Status::InvalidArgument(path + ":" + std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
@@ -551,6 +562,19 @@ void AddProtected(const Config& config, const guard::Identity& to,
     source.what = "the source of job " + name;
     source.hint = "a replica is a standby copy";
     protect->push_back(source);
+  }
+  // The files the config itself needs: losing one stops every job.
+  AddNamedFile(config.path, "this config file", protect);
+  for (const auto& [name, repo] : config.repositories) {
+    AddNamedFile(repo.password_file, "the password_file of repository " + name, protect);
+    AddNamedFile(repo.key_file, "the key_file of repository " + name, protect);
+  }
+  for (const auto& [name, job] : config.jobs) {
+    AddNamedFile(job.chap_secret_file, "the chap_secret_file of job " + name, protect);
+    AddNamedFile(job.target_chap_secret_file, "the target_chap_secret_file of job " + name,
+                 protect);
+    AddNamedFile(job.replica_chap_secret_file, "the replica_chap_secret_file of job " + name,
+                 protect);
   }
 }
 

@@ -198,21 +198,31 @@ Result<std::optional<AnchorRecord>> TrustAnchorStore::Load(const std::string& id
   return std::optional<AnchorRecord>(std::move(*r));
 }
 
-Result<std::optional<std::string>> TrustAnchorStore::IdAt(const std::string& location,
-                                                          const std::string& except) const {
+Result<std::vector<AnchorRecord>> TrustAnchorStore::All() const {
+  std::vector<AnchorRecord> out;
   DIR* d = ::opendir(dir_.c_str());
-  if (d == nullptr && errno == ENOENT) return std::optional<std::string>();
+  if (d == nullptr && errno == ENOENT) return out;
   if (d == nullptr) return Status::FromErrno(errno, "reading " + dir_);
   std::vector<std::string> ids;
   while (dirent* e = ::readdir(d)) {
-    if (ValidId(e->d_name) && e->d_name != except) ids.emplace_back(e->d_name);
+    if (ValidId(e->d_name)) ids.emplace_back(e->d_name);
   }
   ::closedir(d);
+  std::sort(ids.begin(), ids.end());
   for (const std::string& id : ids) {
-    WB_ASSIGN_OR_RETURN(const std::optional<AnchorRecord> r, Load(id));
-    if (!r) continue;
-    for (const std::string& l : r->locations) {
-      if (l == location) return std::optional<std::string>(id);
+    WB_ASSIGN_OR_RETURN(std::optional<AnchorRecord> r, Load(id));
+    if (r) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Result<std::optional<std::string>> TrustAnchorStore::IdAt(const std::string& location,
+                                                          const std::string& except) const {
+  WB_ASSIGN_OR_RETURN(const std::vector<AnchorRecord> all, All());
+  for (const AnchorRecord& r : all) {
+    if (r.repository_id == except) continue;
+    for (const std::string& l : r.locations) {
+      if (l == location) return std::optional<std::string>(r.repository_id);
     }
   }
   return std::optional<std::string>();

@@ -52,6 +52,8 @@ class TrustAnchorStore {
 
   // The anchor of `repository_id` (nullopt: none yet).
   Result<std::optional<AnchorRecord>> Load(const std::string& repository_id) const;
+  // Every anchor in the directory (none: an empty list), by repository id.
+  Result<std::vector<AnchorRecord>> All() const;
   // The id of the repository this client knew at `location` other than `except` (nullopt: none).
   Result<std::optional<std::string>> IdAt(const std::string& location,
                                           const std::string& except) const;

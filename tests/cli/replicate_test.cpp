@@ -230,7 +230,7 @@ TEST_CASE("replicate: a missing device is refused, never created as a file in /d
   Setup s;
   const RunResult r = s.repo.Wb({"replicate", "1", "--to", "/dev/wanbackup-no-such-device"});
   CHECK(r.exit_code != 0);
-  CHECK_THAT(r.err, Catch::Contains("is not there"));
+  CHECK_THAT(r.err, Catch::Contains("does not exist, and a new file among the devices is no disk"));
   CHECK(::access("/dev/wanbackup-no-such-device", F_OK) != 0);
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -414,6 +415,129 @@ TEST_CASE("write guard: replicate onto a replica of another source's snapshots i
   s.repo.Ok({"snapshot", s.image});  // snapshot 3, the replica's own series
   s.repo.Ok({"replicate", "3", "--to", standby});
   CHECK(SameFile(standby, s.image));
+}
+
+TEST_CASE(
+    "write guard: a disk another repository this client opened backs up is refused by copy, "
+    "restore and replicate",
+    "[guard]") {
+  GuardRepo s;  // its snapshot 1 is of s.image
+  const std::string other = s.dir / "other-repo", other_key = s.dir / "other.key";
+  s.repo.Ok({"init", other, "--key-file", other_key, "--chunk-size", "64K"});
+  const std::string disk = s.dir / "other-disk.img";
+  WriteNoiseImage(disk, 7, 4);
+  s.repo.Ok({"snapshot", disk, "--repo", other, "--key-file", other_key});
+  const auto before = s.State();
+  const std::string held = FileContents(disk);
+  // copy names no repository, restore and replicate name the first: other's disk is refused.
+  const std::string says = " is the source of snapshot 1 of repository " + other;
+  CheckRefused(s.repo.Wb({"copy", s.image, disk, "--force"}), disk + says);
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", disk, "--force"}), disk + says);
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", disk, "--force"}), disk + says);
+  CHECK(FileContents(disk) == held);
+  CheckRefused(s.repo.Wb({"copy", disk, s.image, "--force"}),
+               s.image + " is the source of snapshot 1 of repository " + s.repo.path());
+  CHECK(s.State() == before);
+}
+
+TEST_CASE(
+    "write guard: the key file in use, the trust anchors and a job's config and credential files "
+    "are refused as destinations",
+    "[guard]") {
+  GuardRepo s;
+  const auto before = s.State();
+  const std::string key_held = FileContents(s.repo.key());
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", s.repo.key(), "--force"}),
+               s.repo.key() + " is a credential file this command uses");
+  CheckRefused(s.repo.Wb({"replicate", "1", "--to", s.repo.key(), "--force"}),
+               "is a credential file this command uses");
+  CheckRefused(s.repo.Wb({"copy", s.image, s.repo.key(), "--force"}),
+               "is a credential file this command uses");
+  const char* anchors = std::getenv("WANBACKUP_SECURITY_DIR");
+  REQUIRE(anchors != nullptr);
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", std::string(anchors) + "/x.img"}),
+               "is a file of the trust anchor directory " + std::string(anchors));
+  CHECK(FileContents(s.repo.key()) == key_held);
+  const std::string config = s.dir / "wanbackup.toml";
+  for (const std::string& to : {s.repo.key(), config}) {
+    INFO(to);
+    std::ofstream(config) << "[repositories.main]\npath = \"" << s.repo.path()
+                          << "\"\nkey_file = \"" << s.repo.key()
+                          << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \"" << s.image
+                          << "\"\nreplicate_to = [\"" << to << "\"]\n";
+    REQUIRE(::chmod(config.c_str(), 0600) == 0);
+    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+                 to == config ? "is this config file" : "is the key_file of repository main");
+  }
+  CHECK(s.State() == before);
+}
+
+TEST_CASE(
+    "write guard: a hard link elsewhere to a file of a repository nobody names is known by what "
+    "it holds",
+    "[guard]") {
+  GuardRepo s;
+  // Made under other trust anchors: this client knows nothing of it.
+  const std::string other = s.dir / "unknown-repo", other_key = s.dir / "unknown.key";
+  const std::map<std::string, std::string> elsewhere = {
+      {"WANBACKUP_SECURITY_DIR", s.dir / "elsewhere"}};
+  s.repo.Ok({"init", other, "--key-file", other_key, "--chunk-size", "64K"}, "", elsewhere);
+  s.repo.Ok({"snapshot", s.image, "--repo", other, "--key-file", other_key}, "", elsewhere);
+  std::string pack;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(other + "/packs")) {
+    if (e.is_regular_file()) pack = e.path().string();
+  }
+  REQUIRE(!pack.empty());
+  const std::map<std::string, std::string> kept = TreeContents(other);
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {other + "/config.json", "config.json"},
+      {other + "/catalog.db", "catalog.db"},
+      {pack, "a pack"}};
+  for (const auto& [file, what] : files) {
+    const std::string link = s.dir / ("link-" + std::filesystem::path(file).filename().string());
+    REQUIRE(::link(file.c_str(), link.c_str()) == 0);
+    INFO(link);
+    CheckRefused(s.repo.Wb({"replicate", "1", "--to", link, "--force"}),
+                 link + " is a file of a wanbackup repository (by its content: " + what);
+    CheckRefused(s.repo.Wb({"restore", "1", "--to", link, "--force"}), "(by its content: " + what);
+  }
+  CHECK(TreeContents(other) == kept);
+}
+
+TEST_CASE(
+    "write guard: a loop device that is a source protects its backing file, and a missing device "
+    "name is no new file in /dev",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  GuardRepo s;
+  const std::string disk = s.dir / "looped.img";
+  WriteNoiseImage(disk, 8, 4);
+  const Loop loop(disk);
+  if (loop.device.empty()) WB_SKIP("no loop device here");
+  s.repo.Ok({"snapshot", loop.device});  // snapshot 2, of the loop device
+  const std::string held = FileContents(disk);
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", disk, "--force"}),
+               disk + " is the source of snapshot 2 (" + loop.device + ", a loop device on it)");
+  CheckRefused(s.repo.Wb({"copy", s.image, disk, "--force"}), "a loop device on it");
+  CHECK(FileContents(disk) == held);
+  const std::string missing = "/dev/wanbackup-test-no-such-disk";
+  CheckRefused(s.repo.Wb({"restore", "1", "--to", missing, "--force"}),
+               missing + " does not exist, and a new file among the devices is no disk");
+  CHECK(!std::filesystem::exists(missing));
+}
+
+TEST_CASE("write guard: /dev/stdout on a deleted file is refused, not made anew", "[guard]") {
+  GuardRepo s;
+  const std::string out = s.dir / "deleted.img";
+  RunOptions o;
+  o.env = {
+      {"WANBACKUP_REPO", s.repo.path()}, {"WANBACKUP_KEY_FILE", s.repo.key()}, {"WB_OUT", out}};
+  const RunResult r = Run({"sh", "-c", "exec 1>\"$WB_OUT\"; rm \"$WB_OUT\"; exec \"$@\"", "sh",
+                           WB_WANBACKUP_BIN, "restore", "1", "--to", "/dev/stdout", "--force"},
+                          o);
+  CheckRefused(r, "is a file that was deleted (" + out + " (deleted))");
+  CHECK(!std::filesystem::exists(out + " (deleted)"));
+  CHECK(!std::filesystem::exists(out));
 }
 
 }  // namespace
