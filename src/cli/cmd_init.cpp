@@ -32,6 +32,7 @@ Status RunInit(InitCommandOptions opts) {
     opts.repo.repo = opts.repo_positional;
   }
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(opts.repo));
+  WB_RETURN_IF_ERROR(CheckNewRepositoryPlace(path));
   pipeline::InitOptions init;
   WB_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(opts.chunk_size));
   init.chunk_size = static_cast<uint32_t>(std::min<uint64_t>(chunk, UINT32_MAX));
@@ -44,13 +45,14 @@ Status RunInit(InitCommandOptions opts) {
   } else {
     opts.repo = WithEnvironment(opts.repo);
     if (!opts.repo.key_file.empty()) {
+      WB_RETURN_IF_ERROR(CheckNewKeyFile("--key-file", opts.repo.key_file, path));
       init.mode = pipeline::EncryptionMode::kKeyFile;
       init.credentials.key_file = opts.repo.key_file;
     } else {
       init.mode = pipeline::EncryptionMode::kPassphrase;
       WB_ASSIGN_OR_RETURN(init.credentials.passphrase,
-                          ReadPassphrase(opts.repo.password_file, "WANBACKUP_PASSWORD",
-                                         "Passphrase for the new repository: ", true));
+                          ReadNewPassphrase(opts.repo.password_file, "WANBACKUP_PASSWORD",
+                                            "Passphrase for the new repository: "));
     }
   }
   WB_RETURN_IF_ERROR(pipeline::Repository::Init(path, init));

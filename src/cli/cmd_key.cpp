@@ -12,8 +12,6 @@
 #include "cli/console.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
-#include "guard/identity.h"
-#include "guard/write_guard.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -53,29 +51,23 @@ Result<pipeline::KdfParams> RequestedCost(const KeyChangeOptions& opts,
   return cost;
 }
 
-// A new passphrase read from one of a repository's own files (config.json's first line is
-// "{") is a slip that locks the repository with a guessable passphrase: the write guard's
-// repository rule (guard/identity.h) sees it, whatever the file is called.
-Status RefuseRepositoryFile(const std::string& file, const std::string& repo) {
-  guard::Destination as_target;
-  as_target.name = file;
-  as_target.identity = guard::Identify(file);
-  std::vector<guard::Protected> protect;
-  guard::AddRepository(repo, as_target.identity, &protect);
-  guard::AddRepositoriesHolding(as_target.identity, &protect);
-  if (guard::CheckWriteTarget(as_target, protect).ok()) return Status::Ok();
-  return Status::InvalidArgument("--new-password-file " + file +
-                                 " is a file of a repository, not a passphrase file. Nothing "
-                                 "was changed");
-}
-
 Status RunKeyChange(const KeyChangeOptions& opts) {
   if (!opts.new_key_file.empty() && !opts.new_password_file.empty()) {
     return Status::InvalidArgument("give --new-password-file or --new-key-file, not both");
   }
   if (!opts.new_password_file.empty()) {
     WB_ASSIGN_OR_RETURN(const std::string path, RepoPath(opts.repo));
-    WB_RETURN_IF_ERROR(RefuseRepositoryFile(opts.new_password_file, path));
+    // A new passphrase read from one of a repository's own files (config.json's first line is
+    // "{") is a slip that locks the repository with a guessable passphrase.
+    if (InRepository(opts.new_password_file, path)) {
+      return Status::InvalidArgument("--new-password-file " + opts.new_password_file +
+                                     " is a file of a repository, not a passphrase file. Nothing "
+                                     "was changed");
+    }
+  }
+  if (!opts.new_key_file.empty()) {
+    WB_ASSIGN_OR_RETURN(const std::string path, RepoPath(opts.repo));
+    WB_RETURN_IF_ERROR(CheckNewKeyFile("--new-key-file", opts.new_key_file, path));
   }
   // A cost that is refused is refused before the current passphrase is asked for; under a key
   // file (nothing to ask) the base is the catalog's floor, known once the repository is open.
@@ -107,7 +99,7 @@ Status RunKeyChange(const KeyChangeOptions& opts) {
   } else {
     WB_ASSIGN_OR_RETURN(
         next.passphrase,
-        ReadPassphrase(opts.new_password_file, "WANBACKUP_NEW_PASSWORD", "New passphrase: ", true));
+        ReadNewPassphrase(opts.new_password_file, "WANBACKUP_NEW_PASSWORD", "New passphrase: "));
   }
   WB_RETURN_IF_ERROR(repo->ChangeKey(mode, next, cost));
   const std::string by = mode == pipeline::EncryptionMode::kKeyFile

@@ -1,15 +1,21 @@
 #include "cli/repo_flags.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/console.h"
+#include "common/safe_path.h"
 #include "common/units.h"
+#include "guard/identity.h"
+#include "guard/write_guard.h"
 #include "pipeline/repository_trust.h"
 #include "pipeline/trust_anchor.h"
 
@@ -164,6 +170,46 @@ Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
   return first;
 }
 
+bool InRepository(const std::string& file, const std::string& repo) {
+  guard::Destination as_target;
+  as_target.name = file;
+  as_target.identity = guard::Identify(file);
+  std::vector<guard::Protected> protect;
+  guard::AddRepository(repo, as_target.identity, &protect);
+  guard::AddRepositoriesHolding(as_target.identity, &protect);
+  return !guard::CheckWriteTarget(as_target, protect).ok();
+}
+
+Status CheckNewKeyFile(const std::string& flag, const std::string& file, const std::string& repo) {
+  const std::filesystem::path where = std::filesystem::absolute(file).lexically_normal();
+  const std::filesystem::path dir = std::filesystem::absolute(repo).lexically_normal();
+  const bool below = where.string().starts_with(dir.string() + "/");  // repo not made yet
+  if (below || InRepository(file, repo)) {
+    return Status::InvalidArgument(flag + " " + file +
+                                   " lies in a repository: a key kept beside the data it unlocks "
+                                   "protects nothing; keep it elsewhere. Nothing was changed");
+  }
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == 0) return Status::Ok();  // read later, and checked then
+  // A key file about to be created: in a directory nobody else can change (file_trust.h's rule),
+  // checked before it is made, not after.
+  Result<ResolvedPath> resolved = ResolveForWriting(file, PathPolicy::kTrusted);
+  if (resolved.ok() || resolved.status().code() == StatusCode::kNotFound) return Status::Ok();
+  return Status::PermissionDenied(flag + ": " + resolved.status().message());
+}
+
+Result<Secret> ReadNewPassphrase(const std::string& file, const char* env_var,
+                                 const std::string& prompt) {
+  WB_ASSIGN_OR_RETURN(Secret passphrase, ReadPassphrase(file, env_var, prompt, true));
+  if (passphrase.reveal().size() < kMinPassphraseBytes) {
+    return Status::InvalidArgument(
+        "the new passphrase has " + std::to_string(passphrase.reveal().size()) +
+        " characters; give at least " + std::to_string(kMinPassphraseBytes) +
+        " (whoever copies the repository can try short ones offline, without limit)");
+  }
+  return passphrase;
+}
+
 Status CheckRepositoryBeforeUse(const RepoFlags& flags) {
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
@@ -171,10 +217,44 @@ Status CheckRepositoryBeforeUse(const RepoFlags& flags) {
   return CheckConfigBeforeUse(flags, path, config, anchors, pipeline::CanonicalLocation(path));
 }
 
+namespace {
+
+// A command that writes a repository refuses one whose directory, or packs/, anybody may
+// write (mode o+w, not sticky): another user could plant links there that make root write or
+// delete outside the repository (prune removes what it finds in packs/).
+Status RefuseWorldWritable(const std::string& path) {
+  for (const std::string& dir : {path, path + "/packs"}) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return Status::PermissionDenied(
+          dir + ": writable by anyone (mode " + mode +
+          "): another user could plant links there that make this command write or delete "
+          "outside the repository; chmod o-w " +
+          dir + ". Nothing was changed");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckNewRepositoryPlace(const std::string& path) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  Result<ResolvedPath> where =
+      ResolveForWriting(exists ? path + "/config.json" : path, PathPolicy::kTrusted);
+  if (where.ok() || where.status().code() == StatusCode::kNotFound) return Status::Ok();
+  return Status::PermissionDenied(where.status().message());
+}
+
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
                                                              pipeline::OpenMode mode,
                                                              pipeline::Credentials* used) {
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
+  if (mode != pipeline::OpenMode::kRead) WB_RETURN_IF_ERROR(RefuseWorldWritable(path));
   pipeline::LockOptions lock;
   lock.command = flags.command.empty() ? "wanbackup" : flags.command;
   Result<std::chrono::nanoseconds> wait = ParseDuration(flags.lock_wait, "s");

@@ -50,6 +50,27 @@ Result<std::string> RepoPath(const RepoFlags& flags);
 // Reads a passphrase: `file`, else $`env_var`, else the terminal (asking twice when `confirm`).
 Result<Secret> ReadPassphrase(const std::string& file, const char* env_var,
                               const std::string& prompt, bool confirm);
+// Whether `file` is, or would lie in, a repository: `repo` or any other one, known by its files
+// (the write guard's repository rule, guard/identity.h), whatever the file is called.
+bool InRepository(const std::string& file, const std::string& repo);
+// A key file `flag` names for a repository (init --key-file, key change --new-key-file):
+// InvalidArgument when it is, or would lie, in a repository (`repo`, which may not exist yet,
+// or another: a key beside the data it unlocks protects nothing); PermissionDenied when it does
+// not exist yet and a directory on its way is one another user can change.
+Status CheckNewKeyFile(const std::string& flag, const std::string& file, const std::string& repo);
+
+// Where `init` may make a repository: every directory on the way to it (and it, when it exists)
+// is root's or the user's and writable by nobody else, and no link another user planted is on
+// the way (common/safe_path.h, kTrusted). PermissionDenied naming the directory otherwise: that
+// user could later plant links in the repository that make root act outside it.
+Status CheckNewRepositoryPlace(const std::string& path);
+
+// The shortest passphrase a new repository or `key change` accepts, in bytes.
+inline constexpr size_t kMinPassphraseBytes = 8;
+// A passphrase that will lock a repository (init, key change): as ReadPassphrase, asking twice,
+// and InvalidArgument when shorter than kMinPassphraseBytes.
+Result<Secret> ReadNewPassphrase(const std::string& file, const char* env_var,
+                                 const std::string& prompt);
 
 // What OpenRepository checks from config.json alone, before it unlocks anything: the pinned
 // id (expected_repository_id), the trust anchor's id and encryption for this location, and the

@@ -32,30 +32,68 @@ std::string Resolved(const std::string& path) {
   return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : std::string();
 }
 
+// Whether the directory `dir` (stat `st`) may hold `file`: root's or ours, and writable by
+// nobody else unless sticky.
+Status CheckDirectory(const std::string& dir, const struct stat& st, const std::string& file) {
+  if (!TrustedOwner(st.st_uid)) return Owner(dir, st.st_uid).WithSuffix(" (it holds " + file + ")");
+  // A sticky directory (/tmp, /dev/shm) lets others add entries but not rename or remove
+  // another's: what sits below it on this path is checked to be root's or ours, so nobody
+  // else can swap it.
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    std::string why = dir;
+    why += ": writable by group or others (mode ";
+    why += Mode(st.st_mode);
+    why += "), so ";
+    why += file;
+    why += " in it could be replaced; move the file or chmod go-w ";
+    why += dir;
+    return Status::PermissionDenied(why);
+  }
+  return Status::Ok();
+}
+
 // Every directory from `dir` (canonical) up to /.
 Status CheckDirectories(std::string dir, const std::string& file) {
   for (;;) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(errno, dir);
-    if (!TrustedOwner(st.st_uid))
-      return Owner(dir, st.st_uid).WithSuffix(" (it holds " + file + ")");
-    // A sticky directory (/tmp, /dev/shm) lets others add entries but not rename or remove
-    // another's: what sits below it on this path was checked above to be root's or ours, so
-    // nobody else can swap it.
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
-      std::string why = dir;
-      why += ": writable by group or others (mode ";
-      why += Mode(st.st_mode);
-      why += "), so ";
-      why += file;
-      why += " in it could be replaced; move the file or chmod go-w ";
-      why += dir;
-      return Status::PermissionDenied(why);
-    }
+    WB_RETURN_IF_ERROR(CheckDirectory(dir, st, file));
     if (dir == "/") return Status::Ok();
     const size_t slash = dir.rfind('/');
     dir = slash == 0 ? "/" : dir.substr(0, slash);
   }
+}
+
+// The path as named, before any symlink is resolved: each directory on it passes
+// CheckDirectory, and each symlink on it is root's or ours (another user's link, in their own
+// directory, could be pointed elsewhere between the check and the open).
+Status CheckNamedPath(const std::string& path) {
+  std::string absolute = path;
+  if (path.empty() || path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) == nullptr)
+      return Status::FromErrno(errno, "the working directory");
+    absolute = std::string(cwd) + "/" + path;
+  }
+  std::string prefix;
+  for (size_t start = 1; start < absolute.size();) {
+    size_t slash = absolute.find('/', start);
+    if (slash == std::string::npos) break;  // the file itself: checked by the caller
+    prefix = absolute.substr(0, slash);
+    start = slash + 1;
+    struct stat st {};
+    if (::lstat(prefix.c_str(), &st) != 0) return Status::FromErrno(errno, prefix);
+    if (S_ISLNK(st.st_mode)) {
+      if (!TrustedOwner(st.st_uid)) {
+        return Status::PermissionDenied(prefix + ": a symlink owned by uid " +
+                                        std::to_string(st.st_uid) +
+                                        ", not root or you (it leads to " + path + ")");
+      }
+    } else if (S_ISDIR(st.st_mode)) {
+      WB_RETURN_IF_ERROR(CheckDirectory(prefix, st, path));
+    }
+  }
+  return Status::Ok();
 }
 
 std::string Parent(const std::string& path) {
@@ -73,6 +111,10 @@ Status CheckTrustedFile(const std::string& path, TrustedFile kind) {
 }
 
 Status CheckTrustedFile(const std::string& path, const struct stat& st, TrustedFile kind) {
+  // A pipe (a shell's <(...)) is the invoker's own data, and so is a terminal or /dev/stdin;
+  // a named FIFO another user made is not: it could feed a key root then locks a repository
+  // with.
+  if (S_ISFIFO(st.st_mode) && !TrustedOwner(st.st_uid)) return Owner(path, st.st_uid);
   if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return Status::Ok();
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
   if (!TrustedOwner(st.st_uid)) return Owner(path, st.st_uid);
@@ -90,6 +132,7 @@ Status CheckTrustedFile(const std::string& path, const struct stat& st, TrustedF
         path);
   }
   // The directories the path names, and those its symlinks lead to.
+  WB_RETURN_IF_ERROR(CheckNamedPath(path));
   const std::string given_dir = Resolved(Parent(path));
   const std::string resolved = Resolved(path);
   if (given_dir.empty() || resolved.empty()) return Status::FromErrno(errno, path);

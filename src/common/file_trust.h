@@ -9,9 +9,10 @@
 // path is checked for exactly that. A secret file must also not be
 // readable or writable by group or others (mode 0600 or 0400); a config file may be readable by
 // its group (0640), as it names secrets only by their files. Both the path as given and the path
-// its symlinks resolve to are checked. FIFOs and character devices (a shell's <(...), /dev/stdin)
-// are the invoker's own data and are not checked. The failure is one line naming the path that
-// fails and why. Thread-safe (no shared state).
+// its symlinks resolve to are checked, and every symlink on the path as given must be root's or
+// the user's. A pipe and a character device (a shell's <(...), /dev/stdin) are the invoker's
+// own data and are not checked, except that a named FIFO must be root's or the user's. The failure
+// is one line naming the path that fails and why. Thread-safe (no shared state).
 #pragma once
 
 #include <sys/stat.h>

@@ -96,7 +96,9 @@ void Secret::Resize(size_t size) {
 }
 
 Result<Secret> ReadSecretFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO nobody writes is not waited for at open (it reads as empty); cleared
+  // below once the file is known to be trusted.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "cannot open secret file " + path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -112,6 +114,7 @@ Result<Secret> ReadSecretFile(const std::string& path) {
     ::close(fd);
     return trusted;
   }
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   // Straight into locked memory, until the first line is complete.
   Secret text;
   while (text.size() < kMaxSecretFileBytes) {

@@ -1,0 +1,130 @@
+// What init, key change and the config and credential loaders refuse so that neither a slip nor
+// another local user can weaken a repository (docs/threat-model.md, "Adversarial review of
+// writing commands (2026-11-28)"): short passphrases, keys kept inside a repository, repositories
+// in directories others can write, and files reached through another user's links or FIFOs.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "support/other_user.h"
+#include "support/repo_cli.h"
+#include "support/skip.h"
+#include "support/temp_dir.h"
+
+namespace wanbackup::testing {
+namespace {
+
+void CheckOneLine(const RunResult& r, int exit_code, const std::string& says) {
+  INFO("exit " << r.exit_code << "\nstderr: " << r.err);
+  CHECK(r.exit_code == exit_code);
+  CHECK_THAT(r.err, Catch::Contains(says));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("local user: init and key change refuse a passphrase shorter than 8 characters",
+          "[cli]") {
+  TempDir dir{"short-pass"};
+  RepoCli repo{dir};
+  CheckOneLine(repo.Wb({"init"}, "abc"), 2,
+               "the new passphrase has 3 characters; give at least 8");
+  CHECK(!std::filesystem::exists(repo.path()));
+  repo.Ok({"init"}, "long enough");
+  const std::string config = FileContents(repo.path() + "/config.json");
+  CheckOneLine(repo.Wb({"key", "change"}, "long enough", {{"WANBACKUP_NEW_PASSWORD", "1234567"}}),
+               2, "the new passphrase has 7 characters");
+  CHECK(FileContents(repo.path() + "/config.json") == config);
+  repo.Ok({"key", "change"}, "long enough", {{"WANBACKUP_NEW_PASSWORD", "12345678"}});
+}
+
+TEST_CASE("local user: a key file inside a repository is refused by init and key change", "[cli]") {
+  TempDir dir{"key-in-repo"};
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string other = dir / "other";
+  CheckOneLine(repo.Wb({"init", other, "--key-file", repo.path() + "/other.key"}), 2,
+               "--key-file " + repo.path() + "/other.key lies in a repository");
+  CheckOneLine(repo.Wb({"init", other, "--key-file", other + "/own.key"}), 2, "lies in a repository");
+  CHECK(!std::filesystem::exists(other));
+  CheckOneLine(repo.Wb({"key", "change", "--new-key-file", repo.path() + "/packs/new.key"}), 2,
+               "--new-key-file " + repo.path() + "/packs/new.key lies in a repository");
+  CHECK(!std::filesystem::exists(repo.path() + "/packs/new.key"));
+}
+
+TEST_CASE(
+    "local user: init refuses a directory others can write, and commands that write refuse a "
+    "repository anybody may write",
+    "[cli]") {
+  TempDir dir{"open-dir"};
+  RepoCli repo{dir};
+  const std::string shared = dir / "shared";
+  REQUIRE(::mkdir(shared.c_str(), 0777) == 0);
+  REQUIRE(::chmod(shared.c_str(), 0777) == 0);  // whatever the umask
+  CheckOneLine(repo.Wb({"init", shared, "--key-file", repo.key()}), 5,
+               shared + ": writable by group or others (mode 0777)");
+  CHECK(std::filesystem::is_empty(shared));
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 1, 2);
+  repo.Ok({"snapshot", image});
+  REQUIRE(::chmod(repo.path().c_str(), 0777) == 0);
+  const auto before = TreeContents(repo.path());
+  CheckOneLine(repo.Wb({"prune"}), 5, repo.path() + ": writable by anyone (mode 0777)");
+  CheckOneLine(repo.Wb({"snapshot", image}), 5, "writable by anyone");
+  CHECK(repo.Wb({"snapshots"}).exit_code == 0);  // reading is still fine
+  CHECK(TreeContents(repo.path()) == before);
+  REQUIRE(::chmod(repo.path().c_str(), 0700) == 0);
+  repo.Ok({"prune"});
+}
+
+TEST_CASE(
+    "local user: a config through another user's link, a FIFO they planted as a credential, and "
+    "a key file to be made in their directory are refused",
+    "[cli]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  TempDir dir{"their-links"};
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);  // the other user reaches their directory
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string theirs = dir / "theirs";
+  REQUIRE(::mkdir(theirs.c_str(), 0755) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  // Root's own config in root's own directory, reached through the other user's link.
+  const std::string etc = dir / "etc";
+  REQUIRE(::mkdir(etc.c_str(), 0755) == 0);
+  const std::string config = etc + "/wanbackup.toml";
+  std::ofstream(config) << "[repositories.main]\npath = \"" << repo.path() << "\"\nkey_file = \""
+                        << repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
+                        << dir / "disk.img" << "\"\n";
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  const std::string link = theirs + "/etc";
+  REQUIRE(AsOtherUser([&] { return ::symlink(etc.c_str(), link.c_str()) == 0; }));
+  CheckOneLine(repo.Wb({"jobs", "--config", link + "/wanbackup.toml"}), 2,
+               theirs + ": owned by uid " + std::to_string(kOtherUid));
+  CHECK(repo.Wb({"jobs", "--config", config}).exit_code == 0);
+  // A FIFO the other user made in a sticky directory, as the new key file: refused at once.
+  const std::string pub = dir / "pub";
+  REQUIRE(::mkdir(pub.c_str(), 0777) == 0);
+  REQUIRE(::chmod(pub.c_str(), 01777) == 0);
+  const std::string fifo = pub + "/new.key";
+  REQUIRE(AsOtherUser([&] { return ::mkfifo(fifo.c_str(), 0666) == 0; }));
+  const std::string before = FileContents(repo.path() + "/config.json");
+  CheckOneLine(repo.Wb({"key", "change", "--new-key-file", fifo}), 5,
+               fifo + ": owned by uid " + std::to_string(kOtherUid));
+  CheckOneLine(repo.Wb({"init", dir / "fifo-repo", "--key-file", fifo}), 5, "owned by uid");
+  CHECK(FileContents(repo.path() + "/config.json") == before);
+  // A key file that does not exist yet, in the other user's directory: not made at all.
+  const std::string made = theirs + "/new.key";
+  CheckOneLine(repo.Wb({"key", "change", "--new-key-file", made}), 5,
+               theirs + ": owned by uid " + std::to_string(kOtherUid));
+  CHECK(!std::filesystem::exists(made));
+}
+
+}  // namespace
+}  // namespace wanbackup::testing
