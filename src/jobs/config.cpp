@@ -499,8 +499,17 @@ Status CheckMetricsTarget(const Config& config, const toml::table& root) {
   const Place at(config.path, node != nullptr ? *node : static_cast<const toml::node&>(root),
                  "metrics.textfile");
   guard::Destination dest;
+  // As repositories.path and replicate_to: a relative name would land wherever cron or systemd
+  // starts the run (/ or root's home).
+  if (config.metrics_textfile[0] != '/') {
+    return at.Error("'" + config.metrics_textfile + "' must be an absolute path");
+  }
   dest.name = "'" + config.metrics_textfile + "'";
   dest.identity = guard::Identify(config.metrics_textfile);
+  if (struct stat st{}; ::stat(config.metrics_textfile.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return at.Error("'" + config.metrics_textfile +
+                    "' is a directory; give the file the run writes (e.g. DIR/wanbackup.prom)");
+  }
   std::vector<guard::Protected> protect;
   AddProtected(config, dest.identity, &protect);
   for (const auto& [name, job] : config.jobs) {

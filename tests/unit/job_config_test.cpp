@@ -292,5 +292,16 @@ TEST_CASE("job config: insecure_no_encryption is a boolean, for a repository wit
             .find("takes no password_file or key_file") != std::string::npos);
 }
 
+TEST_CASE("job config: the metrics textfile is an absolute path to a file, not a directory",
+          "[config]") {
+  ConfigDir d;
+  CHECK_THAT(d.Refused(d.Repos() + d.Job() + "\n[metrics]\ntextfile = \"metrics.prom\"\n"),
+             Catch::Contains("metrics.textfile: 'metrics.prom' must be an absolute path"));
+  CHECK_THAT(d.Refused(d.Repos() + d.Job() + "\n[metrics]\ntextfile = \"" + d.dir.path() + "\"\n"),
+             Catch::Contains("is a directory; give the file the run writes"));
+  CHECK(d.Load(d.Repos() + d.Job() + "\n[metrics]\ntextfile = \"" + (d.dir / "w.prom") + "\"\n")
+            .ok());
+}
+
 }  // namespace
 }  // namespace wanbackup::jobs
