@@ -32,8 +32,7 @@ TEST_CASE("local user: init and key change refuse a passphrase shorter than 8 ch
           "[cli]") {
   TempDir dir{"short-pass"};
   RepoCli repo{dir};
-  CheckOneLine(repo.Wb({"init"}, "abc"), 2,
-               "the new passphrase has 3 characters; give at least 8");
+  CheckOneLine(repo.Wb({"init"}, "abc"), 2, "the new passphrase has 3 characters; give at least 8");
   CHECK(!std::filesystem::exists(repo.path()));
   repo.Ok({"init"}, "long enough");
   const std::string config = FileContents(repo.path() + "/config.json");
@@ -50,7 +49,8 @@ TEST_CASE("local user: a key file inside a repository is refused by init and key
   const std::string other = dir / "other";
   CheckOneLine(repo.Wb({"init", other, "--key-file", repo.path() + "/other.key"}), 2,
                "--key-file " + repo.path() + "/other.key lies in a repository");
-  CheckOneLine(repo.Wb({"init", other, "--key-file", other + "/own.key"}), 2, "lies in a repository");
+  CheckOneLine(repo.Wb({"init", other, "--key-file", other + "/own.key"}), 2,
+               "lies in a repository");
   CHECK(!std::filesystem::exists(other));
   CheckOneLine(repo.Wb({"key", "change", "--new-key-file", repo.path() + "/packs/new.key"}), 2,
                "--new-key-file " + repo.path() + "/packs/new.key lies in a repository");
@@ -101,7 +101,8 @@ TEST_CASE(
   const std::string config = etc + "/wanbackup.toml";
   std::ofstream(config) << "[repositories.main]\npath = \"" << repo.path() << "\"\nkey_file = \""
                         << repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
-                        << dir / "disk.img" << "\"\n";
+                        << dir / "disk.img"
+                        << "\"\n";
   REQUIRE(::chmod(config.c_str(), 0600) == 0);
   const std::string link = theirs + "/etc";
   REQUIRE(AsOtherUser([&] { return ::symlink(etc.c_str(), link.c_str()) == 0; }));
