@@ -105,7 +105,9 @@ void RegisterInit(CLI::App& app, Runner* runner) {
   cmd->footer(
       "\nThe repository's data is encrypted with a random master key, itself kept encrypted\n"
       "under your passphrase (Argon2id) or a key file: 'wanbackup key change' changes those\n"
-      "without touching the data. With --key-file, a missing key file is created (mode 0600).\n"
+      "without touching the data. With --key-file, a missing key file is created (mode 0600),\n"
+      "never inside a repository. A passphrase has at least 8 characters. The repository's\n"
+      "directory, and every one above it, must be root's or yours and writable by nobody else.\n"
       "\nEXAMPLES:\n"
       "  wanbackup init /backup/db-repo\n"
       "  WANBACKUP_PASSWORD_FILE=/etc/wanbackup/pass wanbackup init --repo /backup/db-repo\n"
