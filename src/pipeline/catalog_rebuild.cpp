@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "pipeline/head.h"
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_record.h"
 

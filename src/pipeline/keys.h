@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/hex.h"
 #include "common/result.h"
 #include "common/secret.h"
 
@@ -136,8 +137,5 @@ std::string WrapKey(const SecureKey& master, const SecureKey& kek,
 // Fails with AuthFailed when `kek` is wrong (wrong passphrase or key file).
 Result<SecureKey> UnwrapKey(const std::string& wrapped_hex, const SecureKey& kek,
                             const std::string& repository_id);
-
-std::string ToHex(const uint8_t* data, size_t size);
-bool FromHex(std::string_view hex, uint8_t* out, size_t size);
 
 }  // namespace wanbackup::pipeline

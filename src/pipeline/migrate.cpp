@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_sealer.h"
 

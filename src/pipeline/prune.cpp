@@ -7,7 +7,7 @@
 #include "common/cancel.h"
 #include "common/failpoint.h"
 #include "pipeline/head.h"
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_check.h"
 #include "pipeline/snapshot_record.h"

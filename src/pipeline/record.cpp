@@ -5,7 +5,7 @@
 #include <sodium.h>
 #include <zstd.h>
 
-#include "pipeline/internal/bytes.h"
+#include "common/bytes.h"
 #include "pipeline/primitives.h"
 
 namespace wanbackup::pipeline {
@@ -15,9 +15,6 @@ constexpr uint8_t kMagic[4] = {'W', 'B', 'R', 'C'};
 constexpr uint8_t kVersion = 1;
 constexpr size_t kNonce = primitives::kNonceSize;
 constexpr size_t kTag = primitives::kTagSize;
-
-using internal::GetU32;
-using internal::PutU32;
 
 // Associated data: what the header says about the payload, so it cannot be swapped. Chunks
 // keep format 1's 37 bytes; other kinds add the kind byte. Returns the length.

@@ -21,6 +21,7 @@
 #include "common/atomic_file.h"
 #include "pipeline/fs_util.h"
 #include "pipeline/internal/json_fields.h"
+#include "pipeline/record.h"
 
 namespace wanbackup::pipeline {
 namespace {

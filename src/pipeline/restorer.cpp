@@ -10,7 +10,7 @@
 #include "common/cancel.h"
 #include "common/failpoint.h"
 #include "pipeline/file_source.h"
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_check.h"
 #include "pipeline/zero.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 
 namespace wanbackup::pipeline {
 namespace {

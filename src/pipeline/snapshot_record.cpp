@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bytes.h"
 #include "common/text.h"
-#include "pipeline/internal/bytes.h"
 #include "pipeline/internal/json_fields.h"
 
 namespace wanbackup::pipeline {
@@ -16,9 +16,6 @@ constexpr char kSegmentMagic[4] = {'W', 'B', 'M', 'S'};
 constexpr uint8_t kSegmentVersion = 1;
 constexpr int kSnapshotRecordVersion = 1;
 constexpr int kForgetRecordVersion = 1;
-
-using internal::GetU32;
-using internal::PutU32;
 
 }  // namespace
 

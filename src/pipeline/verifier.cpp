@@ -9,7 +9,7 @@
 
 #include "catalog/catalog.h"
 #include "common/cancel.h"
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 #include "pipeline/record.h"
 #include "pipeline/snapshot_check.h"
 

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "pipeline/keys.h"
-#include "pipeline/pack.h"
+#include "pipeline/pack_record.h"
 
 using wanbackup::Secret;
 using wanbackup::StatusCode;

@@ -8,6 +8,7 @@
 
 #include "pipeline/file_sink.h"
 #include "pipeline/file_source.h"
+#include "pipeline/record.h"
 #include "pipeline/restorer.h"
 #include "pipeline/snapshotter.h"
 #include "pipeline/verifier.h"

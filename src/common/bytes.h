@@ -1,12 +1,12 @@
-// Small byte-level helpers shared inside src/pipeline: little-endian integers in record and
-// segment headers, and ownership of malloc'ed (aligned) buffers. Header-only, stateless.
+// Small byte-level helpers: little-endian integers in record and segment headers, and ownership
+// of malloc'ed (aligned) buffers. Header-only, stateless.
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 
-namespace wanbackup::pipeline::internal {
+namespace wanbackup {
 
 inline void PutU32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -22,4 +22,4 @@ struct FreeDeleter {
 };
 using MallocBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
 
-}  // namespace wanbackup::pipeline::internal
+}  // namespace wanbackup
