@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string>
 
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)wanbackup::pipeline::ParseRepositoryConfig(

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "pipeline/head_record.h"
+#include "repository/head_record.h"
 
 using namespace wanbackup::pipeline;
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "fuzz/fuzz_keys.h"
-#include "pipeline/pack_record.h"
+#include "repository/pack_record.h"
 
 using namespace wanbackup::pipeline;
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_keys.h"
-#include "pipeline/record.h"
+#include "repository/record.h"
 
 using namespace wanbackup::pipeline;
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "pipeline/snapshot_record.h"
+#include "repository/snapshot_record.h"
 
 using namespace wanbackup::pipeline;
 

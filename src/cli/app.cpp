@@ -15,7 +15,7 @@
 #include "cli/internal/json_text.h"
 #include "common/cancel.h"
 #include "common/version.h"
-#include "pipeline/primitives.h"
+#include "repository/primitives.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "cli/repo_flags.h"
 #include "cli/source_open.h"
 #include "cli/tuning_flags.h"
-#include "pipeline/snapshot_check.h"
+#include "repository/snapshot_check.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/console.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -23,10 +23,10 @@
 #include "initiator/iscsi_url.h"
 #include "jobs/source_identity.h"
 #include "pipeline/file_source.h"
-#include "pipeline/forget.h"
-#include "pipeline/prune.h"
-#include "pipeline/retention.h"
-#include "pipeline/verifier.h"
+#include "repository/forget.h"
+#include "repository/prune.h"
+#include "repository/retention.h"
+#include "repository/verifier.h"
 
 namespace wanbackup::cli {
 namespace {

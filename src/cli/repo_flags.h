@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace CLI {
 class App;

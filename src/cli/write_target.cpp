@@ -10,7 +10,7 @@
 
 #include "guard/identity.h"
 #include "guard/write_guard.h"
-#include "pipeline/repo_lock.h"
+#include "repository/repo_lock.h"
 
 namespace wanbackup::cli {
 namespace {

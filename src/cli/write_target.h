@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "jobs/config.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace wanbackup::cli {
 

@@ -15,12 +15,12 @@
 #include "common/failpoint.h"
 #include "common/text.h"
 #include "pipeline/deallocation.h"
-#include "pipeline/head.h"
-#include "pipeline/pack_store.h"
-#include "pipeline/record.h"
-#include "pipeline/snapshot_sealer.h"
 #include "pipeline/work_queue.h"
 #include "pipeline/zero.h"
+#include "repository/head.h"
+#include "repository/record.h"
+#include "repository/snapshot_sealer.h"
+#include "store/pack_store.h"
 
 namespace wanbackup::pipeline {
 namespace {

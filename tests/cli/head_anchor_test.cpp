@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
-#include "pipeline/keys.h"
+#include "repository/keys.h"
 #include "support/repo_cli.h"
 
 using wanbackup::testing::RepoCli;
