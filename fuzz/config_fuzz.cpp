@@ -1,4 +1,4 @@
-// config.json (pipeline/repository.h, ParseRepositoryConfig).
+// config.json (repository/repository.h, ParseRepositoryConfig).
 #include <cstdint>
 #include <string>
 

@@ -1,4 +1,4 @@
-// Head records (pipeline/head_record.h). A head that decodes must encode and decode to the same
+// Head records (repository/head_record.h). A head that decodes must encode and decode to the same
 // head.
 #include <cstdint>
 #include <cstdlib>

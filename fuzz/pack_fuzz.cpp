@@ -1,5 +1,5 @@
 // A pack file as `repair catalog` walks it: the pack header, then record headers back to back
-// (pipeline/pack.h), read through a file descriptor as from disk.
+// (store/pack.h), read through a file descriptor as from disk.
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Record parser: a header, then RecordCodec::Open of the payload under fixed keys, encrypted and
-// not (pipeline/record.h).
+// not (repository/record.h).
 #include <cstdint>
 #include <vector>
 

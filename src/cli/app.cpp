@@ -47,7 +47,7 @@ void InstallSignalHandlers() {
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes an EPIPE error we report
 }
 
-// The version, then which library computes the per-chunk crypto (pipeline/primitives.h).
+// The version, then which library computes the per-chunk crypto (repository/primitives.h).
 std::string VersionText() {
   namespace primitives = pipeline::primitives;
   const std::string sodium = primitives::Describe(primitives::Implementation::kLibsodium);

@@ -1,4 +1,4 @@
-// Reading one record out of a pack (record.h, pack.h): the bounds a record's sizes must keep
+// Reading one record out of a pack (record.h, store/pack.h): the bounds a record's sizes must keep
 // before they size an allocation, and the reads that check a record's header against the size
 // the catalog recorded. Thread-safe (positioned reads).
 #pragma once

@@ -1,9 +1,9 @@
-// Packs: append-only files of records (record.h) behind a 32-byte header naming the
+// Packs: append-only files of records (repository/record.h) behind a 32-byte header naming the
 // repository (docs/format.md). A pack is never modified once written: prune writes new packs
 // and removes whole old ones. After a crash, bytes past the size the catalog recorded are
 // ignored (and reclaimed by prune). Where packs are kept: pack_store.h. PackWriter: one writer
 // thread. PackReader: thread-safe (positioned reads). Reading the records in a pack:
-// pack_record.h.
+// repository/pack_record.h.
 #pragma once
 
 #include <cstdint>

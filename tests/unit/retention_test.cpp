@@ -1,4 +1,4 @@
-// Retention rules (pipeline/retention.h) and prune's pack choice (pipeline/prune_plan.h): pure
+// Retention rules (repository/retention.h) and prune's pack choice (repository/prune_plan.h): pure
 // functions, checked on made-up snapshots and packs.
 #include "repository/retention.h"
 
