@@ -16,6 +16,7 @@
 #include "cli/internal/json_text.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
+#include "common/units.h"
 #include "jobs/source_identity.h"
 #include "repository/forget.h"
 #include "repository/retention.h"

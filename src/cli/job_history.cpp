@@ -14,10 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/console.h"
 #include "repository/repository.h"
 
-namespace wanbackup::cli {
+namespace wanbackup::jobs {
 namespace {
 
 constexpr const char kPendingDir[] = "job-runs.pending";
@@ -131,8 +130,9 @@ int64_t OwnStartTime() {
   return StartTime(::getpid());
 }
 
-RunHistory::RunHistory(const std::string& repo_path, std::chrono::milliseconds busy_timeout)
-    : repo_path_(repo_path) {
+RunHistory::RunHistory(const std::string& repo_path, std::chrono::milliseconds busy_timeout,
+                       Reporter& reporter)
+    : repo_path_(repo_path), reporter_(reporter) {
   const std::string path = repo_path + "/" + pipeline::kCatalogFile;
   Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(path, false, busy_timeout);
   // A repository nobody can write (a read-only mount) still shows its history.
@@ -187,7 +187,7 @@ void RunHistory::Write(catalog::JobRun* run) {
     s = cat_->UpdateJobRun(*run);
   }
   busy_ = s.code() == StatusCode::kBusy;
-  if (!s.ok() && !busy_) PrintWarning("job history: " + s.message());
+  if (!s.ok() && !busy_) reporter_.Warning("job history: " + s.message());
 }
 
 void RunHistory::Finish(catalog::JobRun* run) {
@@ -198,7 +198,7 @@ void RunHistory::Finish(catalog::JobRun* run) {
   // The catalog cannot take it now: a file of its own, never one that is already there.
   const std::string dir = repo_path_ + "/" + kPendingDir;
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    PrintWarning("job history: " + Status::FromErrno(errno, "creating " + dir).message());
+    reporter_.Warning("job history: " + Status::FromErrno(errno, "creating " + dir).message());
     return;
   }
   const std::string name =
@@ -213,12 +213,12 @@ void RunHistory::Finish(catalog::JobRun* run) {
   if (fd >= 0) ::close(fd);
   if (!written || ::rename((name + ".tmp").c_str(), (name + ".json").c_str()) != 0) {
     if (fd >= 0) ::unlink((name + ".tmp").c_str());
-    PrintWarning("job history: " + Status::FromErrno(written ? errno : err, name).message() +
-                 "; this run is not in the history");
+    reporter_.Warning("job history: " + Status::FromErrno(written ? errno : err, name).message() +
+                      "; this run is not in the history");
     return;
   }
-  PrintInfo("job history: the catalog is busy; this run is kept in " + name +
-            ".json until the next 'wanbackup jobs' or run");
+  reporter_.Info("job history: the catalog is busy; this run is kept in " + name +
+                 ".json until the next 'wanbackup jobs' or run");
 }
 
-}  // namespace wanbackup::cli
+}  // namespace wanbackup::jobs

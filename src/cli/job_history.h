@@ -17,12 +17,23 @@
 
 #include "catalog/catalog.h"
 
-namespace wanbackup::cli {
+namespace wanbackup::jobs {
+
+// Where a job's lines for people go (the CLI's console: info unless --quiet, warnings on
+// stderr). Called on the thread that runs the job or reads the history.
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void Info(const std::string& line) = 0;
+  virtual void Warning(const std::string& line) = 0;
+};
 
 class RunHistory {
  public:
-  // Statements that find the catalog busy give up after `busy_timeout`.
-  RunHistory(const std::string& repo_path, std::chrono::milliseconds busy_timeout);
+  // Statements that find the catalog busy give up after `busy_timeout`. Warnings (a row that
+  // cannot be written) go to `reporter`, which must outlive the history.
+  RunHistory(const std::string& repo_path, std::chrono::milliseconds busy_timeout,
+             Reporter& reporter);
   bool ok() const { return cat_ != nullptr; }
 
   // Newest first, at most `limit`, of `job` ("" = every job), pending rows included. Rows still
@@ -38,6 +49,7 @@ class RunHistory {
  private:
   void ImportPending();
   std::string repo_path_;
+  Reporter& reporter_;
   std::unique_ptr<catalog::Catalog> cat_;
   bool busy_ = false;  // a write found the catalog busy: wait no more until Finish
 };
@@ -45,4 +57,4 @@ class RunHistory {
 // This process's start time in clock ticks after boot (/proc/self/stat field 22; 0: unknown).
 int64_t OwnStartTime();
 
-}  // namespace wanbackup::cli
+}  // namespace wanbackup::jobs

@@ -10,15 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/console.h"
-#include "cli/internal/json_text.h"
-#include "cli/job_history.h"
 #include "cli/metrics_textfile.h"
-#include "cli/replicate_target.h"
-#include "cli/repo_flags.h"
-#include "cli/snapshot_source.h"
-#include "cli/tuning_flags.h"
-#include "cli/write_target.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 #include "jobs/source_identity.h"
@@ -28,10 +20,16 @@
 #include "repository/retention.h"
 #include "repository/verifier.h"
 
-namespace wanbackup::cli {
+namespace wanbackup::jobs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// JSON as the history records it: paths, IQNs and error messages are bytes, not always UTF-8;
+// an invalid byte becomes U+FFFD instead of an exception.
+std::string JsonText(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 using RepoPtr = std::unique_ptr<pipeline::Repository>;
 
 int64_t NowMs() {
@@ -47,56 +45,18 @@ std::string HostName() {
 }
 
 struct Context {
-  const jobs::Config& config;
-  const jobs::JobConfig& job;
-  RepoFlags repo;
+  const Config& config;
+  const JobConfig& job;
+  JobEnvironment& env;
   std::vector<catalog::JobRun> history;  // of the repository, newest first, before this run
   catalog::SnapshotInfo snapshot;        // what the snapshot step took
   RepoPtr exclusive;                     // held from forget through prune
 };
 
-RepoFlags RepoFlagsFor(const jobs::RepositoryConfig& repo, const jobs::JobConfig& job) {
-  RepoFlags flags;
-  flags.repo = repo.path;
-  flags.password_file = repo.password_file;
-  flags.key_file = repo.key_file;
-  flags.expected_repository_id = repo.repository_id;
-  flags.insecure_no_encryption = repo.insecure_no_encryption;
-  flags.insecure_setting =
-      "set insecure_no_encryption = true in [repositories." + repo.name + "] of the config file";
-  flags.lock_wait = job.lock_wait;
-  flags.lock_wait_setting = "lock_wait in the config file";
-  flags.command = "run " + job.name;
-  return flags;
-}
-
-SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
-  SnapshotRequest r;
-  r.source = job.source;
-  r.tag = job.tag;
-  r.job = job.name;
-  r.target.chap_user = job.chap_user;
-  r.target.chap_secret_file = job.chap_secret_file;
-  r.target.target_chap_user = job.target_chap_user;
-  r.target.target_chap_secret_file = job.target_chap_secret_file;
-  r.target.initiator_name = job.initiator_name;
-  r.target.header_digest = job.header_digest;
-  r.target.login_timeout = job.login_timeout;
-  r.target.command_timeout = job.command_timeout;
-  r.tuning.connections = job.connections;
-  r.tuning.queue_depth = job.queue_depth;
-  r.tuning.io_size = job.io_size;
-  r.tuning.max_memory = job.max_memory;
-  r.tuning.retry_timeout = job.retry_timeout;
-  r.tuning.limit_rate = job.limit_rate;
-  r.tuning.congestion_control = job.congestion_control;
-  return r;
-}
-
 // How long a history write may wait for the catalog: never longer than the job's lock_wait
 // (which bounds the whole wait), and at most a second (a row that cannot be written then is
 // written later: job_history.h).
-std::chrono::milliseconds HistoryBusyTimeout(const jobs::JobConfig& job) {
+std::chrono::milliseconds HistoryBusyTimeout(const JobConfig& job) {
   const Result<std::chrono::nanoseconds> wait = ParseDuration(job.lock_wait, "s");
   const std::chrono::milliseconds cap(1000);
   if (!wait.ok()) return cap;
@@ -104,8 +64,8 @@ std::chrono::milliseconds HistoryBusyTimeout(const jobs::JobConfig& job) {
 }
 
 Status SnapshotStep(Context& ctx, StepOutcome* out) {
-  WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
-  Result<pipeline::SnapshotResult> result = SnapshotSource(*repo, SnapshotRequestFor(ctx.job));
+  WB_ASSIGN_OR_RETURN(RepoPtr repo, ctx.env.OpenRepository(pipeline::OpenMode::kWrite));
+  Result<pipeline::SnapshotResult> result = ctx.env.Snapshot(*repo);
   if (!result.ok()) return result.status();
   const catalog::SnapshotInfo& i = result->info;
   ctx.snapshot = i;
@@ -132,33 +92,23 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
     out->summary = "no replicate_to in the job";
     return Status::Ok();
   }
-  WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kWrite));
-  ReplicateRequest request;
-  request.progress = false;
-  request.config = &ctx.config;
-  request.tuning = SnapshotRequestFor(ctx.job).tuning;
-  request.target = SnapshotRequestFor(ctx.job).target;
-  request.target.chap_user = ctx.job.replica_chap_user;
-  request.target.chap_secret_file = ctx.job.replica_chap_secret_file;
-  request.target.target_chap_user.clear();
-  request.target.target_chap_secret_file.clear();
+  WB_ASSIGN_OR_RETURN(RepoPtr repo, ctx.env.OpenRepository(pipeline::OpenMode::kWrite));
   Status first_error;
   nlohmann::json replicas = nlohmann::json::array();
   uint64_t bytes = 0;
   int done = 0;
   for (const std::string& to : ctx.job.replicate_to) {
-    request.to = to;
-    Result<ReplicateOutcome> r = ReplicateSnapshot(*repo, ctx.snapshot, request);
+    Result<ReplicaUpdate> r = ctx.env.Replicate(*repo, ctx.snapshot, to);
     if (!r.ok() && r.status().code() == StatusCode::kCancelled) return r.status();
     if (!r.ok()) {
-      PrintWarning("run " + ctx.job.name + ": replicate: " + r.status().message());
+      ctx.env.Warning("run " + ctx.job.name + ": replicate: " + r.status().message());
       replicas.push_back({{"target", to}, {"error", r.status().message()}});
       if (first_error.ok()) first_error = r.status();
       continue;
     }
-    PrintInfo("run " + ctx.job.name + ": replicate: " + r->summary);
+    ctx.env.Info("run " + ctx.job.name + ": replicate: " + r->summary);
     replicas.push_back(nlohmann::json::parse(r->json));
-    bytes += r->result.bytes_written;
+    bytes += r->bytes_written;
     ++done;
   }
   const size_t all = ctx.job.replicate_to.size();
@@ -176,7 +126,7 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
 
 Result<pipeline::Repository*> Exclusive(Context& ctx) {
   if (!ctx.exclusive) {
-    WB_ASSIGN_OR_RETURN(ctx.exclusive, OpenRepository(ctx.repo, pipeline::OpenMode::kExclusive));
+    WB_ASSIGN_OR_RETURN(ctx.exclusive, ctx.env.OpenRepository(pipeline::OpenMode::kExclusive));
   }
   return ctx.exclusive.get();
 }
@@ -192,10 +142,10 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
   // This job's snapshots of this disk only: another job's (an hourly and a monthly job of one
   // LUN), a snapshot taken by hand and one from before job names were recorded are not its to
   // forget ('wanbackup forget' is). The disk by identity: the portal's spelling may change.
-  const std::string disk = jobs::SourceIdentity(ctx.snapshot.source);
+  const std::string disk = SourceIdentity(ctx.snapshot.source);
   std::vector<catalog::SnapshotInfo> mine;
   for (const catalog::SnapshotInfo& s : all)
-    if (s.job == ctx.job.name && jobs::SourceIdentity(s.source) == disk) mine.push_back(s);
+    if (s.job == ctx.job.name && SourceIdentity(s.source) == disk) mine.push_back(s);
   std::vector<catalog::SnapshotInfo> forget;
   std::vector<int64_t> ids;
   for (const pipeline::RetentionDecision& d : pipeline::ApplyRetention(mine, ctx.job.retention)) {
@@ -206,7 +156,7 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
   }
   if (!forget.empty()) WB_RETURN_IF_ERROR(pipeline::ForgetSnapshots(*repo, forget).status());
   std::sort(ids.begin(), ids.end());
-  WarnReplicasLosingBase(*repo, ids, false);  // a night whose replicate step failed
+  ctx.env.WarnReplicasLosingBase(*repo, ids);  // a night whose replicate step failed
   std::string list;
   for (int64_t id : ids)
     list += (list.empty() ? ": " : ", ") + std::to_string(id);
@@ -233,7 +183,7 @@ int64_t LastPruneMs(const std::vector<catalog::JobRun>& history) {
 }
 
 // "" when prune is due, else why not.
-std::string PruneNotDue(const jobs::JobConfig& job, const std::vector<catalog::JobRun>& history) {
+std::string PruneNotDue(const JobConfig& job, const std::vector<catalog::JobRun>& history) {
   if (job.prune_interval == "never") return "prune_interval is \"never\"";
   if (job.prune_interval == "always") return "";
   const Result<std::chrono::milliseconds> every =
@@ -267,7 +217,7 @@ Status PruneStep(Context& ctx, StepOutcome* out) {
 }
 
 // Which share of the chunks this run reads: part k of N, k counting the job's runs.
-std::pair<uint32_t, uint32_t> VerifyPart(const jobs::JobConfig& job,
+std::pair<uint32_t, uint32_t> VerifyPart(const JobConfig& job,
                                          const std::vector<catalog::JobRun>& history) {
   const auto of = static_cast<uint32_t>(std::ceil(1.0 / job.verify_share - 1e-9));
   uint32_t earlier = 0;
@@ -283,7 +233,7 @@ Status VerifyStep(Context& ctx, StepOutcome* out) {
     return Status::Ok();
   }
   ctx.exclusive.reset();
-  WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(ctx.repo, pipeline::OpenMode::kRead));
+  WB_ASSIGN_OR_RETURN(RepoPtr repo, ctx.env.OpenRepository(pipeline::OpenMode::kRead));
   pipeline::VerifyOptions options;
   std::tie(options.share_part, options.share_of) = VerifyPart(ctx.job, ctx.history);
   WB_ASSIGN_OR_RETURN(pipeline::VerifyReport r, pipeline::VerifyRepository(*repo, options));
@@ -298,10 +248,10 @@ Status VerifyStep(Context& ctx, StepOutcome* out) {
                                       {"chunks_damaged", r.chunks_damaged},
                                       {"damaged_ranges", r.damage.size()}});
   if (!r.ok()) {
-    return Status::Corruption("verify found " + std::to_string(r.chunks_damaged) +
-                              " damaged chunk(s) and " + std::to_string(r.damage.size()) +
-                              " damaged range(s); run 'wanbackup verify --repo " + ctx.repo.repo +
-                              "' for the details");
+    return Status::Corruption(
+        "verify found " + std::to_string(r.chunks_damaged) + " damaged chunk(s) and " +
+        std::to_string(r.damage.size()) + " damaged range(s); run 'wanbackup verify --repo " +
+        ctx.config.repositories.at(ctx.job.repository).path + "' for the details");
   }
   return Status::Ok();
 }
@@ -342,7 +292,7 @@ Status AddFailure(const Status& so_far, const Status& failed, const std::string&
 // A repository that is not the one the config names (its pinned id, this client's trust
 // anchor, an unencrypted one not allowed) gets nothing written, not even the run's history.
 bool RefusedBeforeUse(const Context& ctx, JobOutcome* out) {
-  Status s = CheckRepositoryBeforeUse(ctx.repo);
+  Status s = ctx.env.CheckRepositoryBeforeUse();
   if (s.ok()) return false;
   out->status = s.WithContext("job " + ctx.job.name);
   out->run.job = ctx.job.name;
@@ -353,12 +303,12 @@ bool RefusedBeforeUse(const Context& ctx, JobOutcome* out) {
 
 }  // namespace
 
-JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
-  const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
-  Context ctx{config, job, RepoFlagsFor(repository, job), {}, {}, nullptr};
+JobOutcome RunJob(const Config& config, const JobConfig& job, JobEnvironment& env) {
+  const RepositoryConfig& repository = config.repositories.at(job.repository);
+  Context ctx{config, job, env, {}, {}, nullptr};
   JobOutcome out;
   if (RefusedBeforeUse(ctx, &out)) return out;
-  RunHistory history(repository.path, HistoryBusyTimeout(job));
+  RunHistory history(repository.path, HistoryBusyTimeout(job), env);
   ctx.history = history.Runs("", 1000000);
 
   out.run.job = job.name;
@@ -385,10 +335,10 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
       step.summary = s.message();
       out.status = AddFailure(out.status, s, job.name, name);
       stopped = def.stops_run || s.code() == StatusCode::kCancelled;
-      if (!stopped) PrintWarning("run " + job.name + ": " + name + " failed; going on");
+      if (!stopped) env.Warning("run " + job.name + ": " + name + " failed; going on");
     } else {
       if (step.status.empty()) step.status = "ok";
-      PrintInfo("run " + job.name + ": " + name + ": " + step.status + ": " + step.summary);
+      env.Info("run " + job.name + ": " + name + ": " + step.status + ": " + step.summary);
     }
     out.steps.push_back(step);
     out.run.steps = StepsJson(out.steps);
@@ -405,7 +355,7 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
   history.Finish(&out.run);
   if (!config.metrics_textfile.empty()) {
     if (Status s = WriteJobMetrics(config.metrics_textfile, out.run); !s.ok()) {
-      PrintWarning("metrics: " + s.message());
+      env.Warning("metrics: " + s.message());
     }
   }
   return out;
@@ -413,11 +363,8 @@ JobOutcome RunJob(const jobs::Config& config, const jobs::JobConfig& job) {
 
 // What the run checks before or after its steps without touching the source or a replica: its
 // tuning (as the snapshot step reads it) and where the metrics go.
-Status CheckAsTheRunWould(const jobs::Config& config, const jobs::JobConfig& job) {
-  const TuningFlags tuning = SnapshotRequestFor(job).tuning;
-  initiator::IscsiSourceOptions options;
-  WB_RETURN_IF_ERROR(LimitRate(tuning).status().WithContext("job " + job.name));
-  WB_RETURN_IF_ERROR(ApplyTuningFlags(tuning, &options).WithContext("job " + job.name));
+Status CheckAsTheRunWould(const Config& config, const JobConfig& job, JobEnvironment& env) {
+  WB_RETURN_IF_ERROR(env.CheckTuning().WithContext("job " + job.name));
   if (!config.metrics_textfile.empty()) {
     const std::string& file = config.metrics_textfile;
     const size_t slash = file.rfind('/');
@@ -437,20 +384,15 @@ Status CheckAsTheRunWould(const jobs::Config& config, const jobs::JobConfig& job
   return Status::Ok();
 }
 
-Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs::JobConfig& job) {
-  const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
-  WB_RETURN_IF_ERROR(CheckAsTheRunWould(config, job));
-  const RepoFlags flags = RepoFlagsFor(repository, job);
+Result<std::vector<std::string>> PlanJob(const Config& config, const JobConfig& job,
+                                         JobEnvironment& env) {
+  const RepositoryConfig& repository = config.repositories.at(job.repository);
+  WB_RETURN_IF_ERROR(CheckAsTheRunWould(config, job, env));
   {
-    WB_ASSIGN_OR_RETURN(RepoPtr repo, OpenRepository(flags, pipeline::OpenMode::kRead));
+    WB_ASSIGN_OR_RETURN(RepoPtr repo, env.OpenRepository(pipeline::OpenMode::kRead));
     for (const std::string& to : job.replicate_to) {  // the run's write guard, asked now
-      WriteTarget target;
-      target.to = to;
-      target.repo = repo.get();
-      target.config = &config;
-      target.replicate_source = job.source;
       WB_RETURN_IF_ERROR(
-          RefuseWriteTarget(target).WithContext("job " + job.name + ": replicate_to"));
+          env.CheckReplicaTarget(*repo, to).WithContext("job " + job.name + ": replicate_to"));
     }
   }
   const bool remote = initiator::LooksLikeIscsiUrl(job.source);
@@ -459,7 +401,7 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
         pipeline::FileSource::Open(job.source, 1);
     if (!opened.ok()) return opened.status().WithContext("job " + job.name + ": its source");
   }
-  RunHistory history(repository.path, HistoryBusyTimeout(job));
+  RunHistory history(repository.path, HistoryBusyTimeout(job), env);
   const std::vector<catalog::JobRun> runs = history.Runs("", 1000000);
   std::vector<std::string> plan;
   plan.push_back(
@@ -491,9 +433,10 @@ Result<std::vector<std::string>> PlanJob(const jobs::Config& config, const jobs:
   return plan;
 }
 
-Result<std::vector<catalog::JobRun>> JobHistory(const jobs::RepositoryConfig& repository,
-                                                const std::string& job, int limit) {
-  RunHistory history(repository.path, catalog::Catalog::kDefaultBusyTimeout);
+Result<std::vector<catalog::JobRun>> JobHistory(const RepositoryConfig& repository,
+                                                const std::string& job, int limit,
+                                                Reporter& reporter) {
+  RunHistory history(repository.path, catalog::Catalog::kDefaultBusyTimeout, reporter);
   if (!history.ok()) {
     // Say why: most often the repository is not there (yet), which ReadConfig names.
     WB_RETURN_IF_ERROR(pipeline::Repository::ReadConfig(repository.path).status());
@@ -502,4 +445,4 @@ Result<std::vector<catalog::JobRun>> JobHistory(const jobs::RepositoryConfig& re
   return history.Runs(job, limit);
 }
 
-}  // namespace wanbackup::cli
+}  // namespace wanbackup::jobs

@@ -7,7 +7,7 @@
 #include "common/atomic_file.h"
 #include "common/safe_path.h"
 
-namespace wanbackup::cli {
+namespace wanbackup::jobs {
 namespace {
 
 struct Metric {
@@ -89,4 +89,4 @@ Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run) {
   return WriteFileAtomicallyAt(file.dir.get(), file.dir_path, file.name, text.str(), 0644);
 }
 
-}  // namespace wanbackup::cli
+}  // namespace wanbackup::jobs

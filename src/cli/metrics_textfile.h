@@ -12,7 +12,7 @@
 #include "catalog/catalog.h"
 #include "common/status.h"
 
-namespace wanbackup::cli {
+namespace wanbackup::jobs {
 
 // InvalidArgument when the file's directory is reached through a link another user may have
 // planted, or is one another user can change (common/safe_path.h, kTrusted).
@@ -20,4 +20,4 @@ Status CheckMetricsTextfile(const std::string& path);
 
 Status WriteJobMetrics(const std::string& path, const catalog::JobRun& run);
 
-}  // namespace wanbackup::cli
+}  // namespace wanbackup::jobs
