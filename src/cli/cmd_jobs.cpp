@@ -14,10 +14,10 @@
 #include "cli/internal/job_run_json.h"
 #include "cli/internal/json_text.h"
 #include "cli/job_environment.h"
-#include "cli/job_runner.h"
 #include "common/units.h"
 #include "jobs/calendar.h"
 #include "jobs/config.h"
+#include "jobs/job_runner.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -1,4 +1,4 @@
-// wanbackup run JOB: one configured job, start to finish (cli/job_runner.h), with the CLI's
+// wanbackup run JOB: one configured job, start to finish (jobs/job_runner.h), with the CLI's
 // environment (cli/job_environment.h).
 #include <cstdio>
 #include <memory>
@@ -12,8 +12,8 @@
 #include "cli/internal/job_run_json.h"
 #include "cli/internal/json_text.h"
 #include "cli/job_environment.h"
-#include "cli/job_runner.h"
 #include "jobs/config.h"
+#include "jobs/job_runner.h"
 
 namespace wanbackup::cli {
 namespace {

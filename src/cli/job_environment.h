@@ -1,4 +1,4 @@
-// The CLI's side of a job's run (jobs::JobEnvironment, cli/job_runner.h): the job's repository
+// The CLI's side of a job's run (jobs::JobEnvironment, jobs/job_runner.h): the job's repository
 // opened as `--repo` with its credential files would be, its source and replicas opened as
 // `snapshot` and `replicate` open them, and lines for people on the console. It decides nothing
 // about the job's steps. Not thread-safe; one per run.
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/job_runner.h"
 #include "cli/repo_flags.h"
 #include "cli/snapshot_source.h"
 #include "jobs/config.h"
+#include "jobs/job_runner.h"
 
 namespace wanbackup::cli {
 

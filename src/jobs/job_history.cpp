@@ -1,4 +1,4 @@
-#include "cli/job_history.h"
+#include "jobs/job_history.h"
 
 #include <dirent.h>
 #include <fcntl.h>

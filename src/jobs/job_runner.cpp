@@ -1,4 +1,4 @@
-#include "cli/job_runner.h"
+#include "jobs/job_runner.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/metrics_textfile.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
+#include "jobs/metrics_textfile.h"
 #include "jobs/source_identity.h"
 #include "pipeline/file_source.h"
 #include "repository/forget.h"

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "catalog/catalog.h"
-#include "cli/job_history.h"
 #include "common/status.h"
 #include "jobs/config.h"
+#include "jobs/job_history.h"
 #include "pipeline/snapshotter.h"
 #include "repository/repository.h"
 

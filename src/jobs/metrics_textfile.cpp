@@ -1,4 +1,4 @@
-#include "cli/metrics_textfile.h"
+#include "jobs/metrics_textfile.h"
 
 #include <cstdio>
 #include <map>
