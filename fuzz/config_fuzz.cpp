@@ -1,8 +1,8 @@
-// config.json (pipeline/repository.h, ParseRepositoryConfig).
+// config.json (repository/repository.h, ParseRepositoryConfig).
 #include <cstdint>
 #include <string>
 
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)wanbackup::pipeline::ParseRepositoryConfig(

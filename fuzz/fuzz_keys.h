@@ -2,7 +2,7 @@
 // records the targets can open. Test keys only: never a repository's.
 #pragma once
 
-#include "pipeline/keys.h"
+#include "repository/keys.h"
 
 namespace wanbackup::fuzz {
 

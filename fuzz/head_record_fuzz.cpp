@@ -1,10 +1,10 @@
-// Head records (pipeline/head_record.h). A head that decodes must encode and decode to the same
+// Head records (repository/head_record.h). A head that decodes must encode and decode to the same
 // head.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "pipeline/head_record.h"
+#include "repository/head_record.h"
 
 using namespace wanbackup::pipeline;
 

@@ -12,10 +12,10 @@
 
 #include "catalog/map_codec.h"
 #include "fuzz/fuzz_keys.h"
-#include "pipeline/pack.h"
-#include "pipeline/record.h"
-#include "pipeline/repository.h"
-#include "pipeline/snapshot_record.h"
+#include "repository/record.h"
+#include "repository/repository.h"
+#include "repository/snapshot_record.h"
+#include "store/pack.h"
 
 using namespace wanbackup;
 using namespace wanbackup::pipeline;

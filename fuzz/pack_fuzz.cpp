@@ -1,12 +1,12 @@
 // A pack file as `repair catalog` walks it: the pack header, then record headers back to back
-// (pipeline/pack.h), read through a file descriptor as from disk.
+// (store/pack.h), read through a file descriptor as from disk.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 
 #include "fuzz/fuzz_keys.h"
-#include "pipeline/pack.h"
+#include "repository/pack_record.h"
 
 using namespace wanbackup::pipeline;
 

@@ -1,10 +1,10 @@
 // Record parser: a header, then RecordCodec::Open of the payload under fixed keys, encrypted and
-// not (pipeline/record.h).
+// not (repository/record.h).
 #include <cstdint>
 #include <vector>
 
 #include "fuzz/fuzz_keys.h"
-#include "pipeline/record.h"
+#include "repository/record.h"
 
 using namespace wanbackup::pipeline;
 

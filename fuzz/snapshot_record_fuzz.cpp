@@ -1,10 +1,10 @@
-// Sealed snapshot records and map segments (pipeline/snapshot_record.h). A record that decodes
+// Sealed snapshot records and map segments (repository/snapshot_record.h). A record that decodes
 // must encode and decode to the same thing.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "pipeline/snapshot_record.h"
+#include "repository/snapshot_record.h"
 
 using namespace wanbackup::pipeline;
 

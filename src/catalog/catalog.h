@@ -28,7 +28,7 @@ inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
 inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
 
-// What a chunks row names (the pack record's kind, pipeline/record.h).
+// What a chunks row names (the pack record's kind, repository/record.h).
 enum class ChunkKind {
   kData = 0,
   kMapSegment = 1,

@@ -15,7 +15,7 @@
 #include "cli/internal/json_text.h"
 #include "common/cancel.h"
 #include "common/version.h"
-#include "pipeline/primitives.h"
+#include "repository/primitives.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -47,7 +47,7 @@ void InstallSignalHandlers() {
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes an EPIPE error we report
 }
 
-// The version, then which library computes the per-chunk crypto (pipeline/primitives.h).
+// The version, then which library computes the per-chunk crypto (repository/primitives.h).
 std::string VersionText() {
   namespace primitives = pipeline::primitives;
   const std::string sodium = primitives::Describe(primitives::Implementation::kLibsodium);

@@ -16,9 +16,10 @@
 #include "cli/internal/json_text.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
+#include "common/units.h"
 #include "jobs/source_identity.h"
-#include "pipeline/forget.h"
-#include "pipeline/retention.h"
+#include "repository/forget.h"
+#include "repository/retention.h"
 
 namespace wanbackup::cli {
 namespace {

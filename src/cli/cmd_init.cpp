@@ -10,8 +10,8 @@
 #include "cli/internal/json_text.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
-#include "pipeline/repository_trust.h"
-#include "pipeline/trust_anchor.h"
+#include "repository/repository_trust.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -13,10 +13,11 @@
 #include "cli/console.h"
 #include "cli/internal/job_run_json.h"
 #include "cli/internal/json_text.h"
-#include "cli/job_runner.h"
+#include "cli/job_environment.h"
 #include "common/units.h"
 #include "jobs/calendar.h"
 #include "jobs/config.h"
+#include "jobs/job_runner.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -121,13 +122,14 @@ void PrintText(const std::vector<JobView>& views) {
 Status RunJobs(const JobsCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(const jobs::Config config, jobs::LoadConfig(jobs::ConfigPath(opts.config)));
   std::vector<JobView> views;
+  ConsoleReporter console;
   for (const auto& [name, job] : config.jobs) {
     if (!opts.job.empty() && name != opts.job) continue;
     JobView v;
     v.job = &job;
     v.next_run_unix_ms = NextRunMs(job);
     Result<std::vector<catalog::JobRun>> runs =
-        JobHistory(config.repositories.at(job.repository), name, opts.last);
+        jobs::JobHistory(config.repositories.at(job.repository), name, opts.last, console);
     if (runs.ok()) {
       v.runs = *runs;
     } else {

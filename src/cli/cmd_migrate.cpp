@@ -6,7 +6,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/repo_flags.h"
-#include "pipeline/migrate.h"
+#include "repository/migrate.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
-#include "pipeline/prune.h"
+#include "repository/prune.h"
 
 namespace wanbackup::cli {
 namespace {

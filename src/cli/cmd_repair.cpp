@@ -13,7 +13,7 @@
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
-#include "pipeline/catalog_rebuild.h"
+#include "repository/catalog_rebuild.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "cli/source_open.h"
 #include "cli/tuning_flags.h"
 #include "cli/write_target.h"
-#include "pipeline/snapshot_check.h"
+#include "repository/snapshot_check.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -24,7 +24,7 @@
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/restorer.h"
-#include "pipeline/snapshot_check.h"
+#include "repository/snapshot_check.h"
 
 namespace wanbackup::cli {
 namespace {

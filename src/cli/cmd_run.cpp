@@ -1,4 +1,5 @@
-// wanbackup run JOB: one configured job, start to finish (cli/job_runner.h).
+// wanbackup run JOB: one configured job, start to finish (jobs/job_runner.h), with the CLI's
+// environment (cli/job_environment.h).
 #include <cstdio>
 #include <memory>
 
@@ -10,8 +11,9 @@
 #include "cli/exit_codes.h"
 #include "cli/internal/job_run_json.h"
 #include "cli/internal/json_text.h"
-#include "cli/job_runner.h"
+#include "cli/job_environment.h"
 #include "jobs/config.h"
+#include "jobs/job_runner.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -23,9 +25,9 @@ struct RunCommandOptions {
   bool json = false;
 };
 
-void PrintOutcome(const JobOutcome& outcome) {
+void PrintOutcome(const jobs::JobOutcome& outcome) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const StepOutcome& s : outcome.steps) {
+  for (const jobs::StepOutcome& s : outcome.steps) {
     nlohmann::json step = nlohmann::json::parse(s.json, nullptr, false);
     if (!step.is_object()) step = nlohmann::json::object();
     step["step"] = s.step;
@@ -47,8 +49,9 @@ Status RunRun(const RunCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(const jobs::JobConfig* job, jobs::FindJob(config, opts.job));
   for (const std::string& warning : job->warnings)
     PrintWarning(warning);
+  CliJobEnvironment env(config, *job);
   if (opts.dry_run) {
-    WB_ASSIGN_OR_RETURN(std::vector<std::string> plan, PlanJob(config, *job));
+    WB_ASSIGN_OR_RETURN(std::vector<std::string> plan, jobs::PlanJob(config, *job, env));
     if (opts.json) {
       OutputJson(nlohmann::json({{"job", job->name}, {"dry_run", true}, {"steps", plan}}), 2);
     } else {
@@ -58,7 +61,7 @@ Status RunRun(const RunCommandOptions& opts) {
     }
     return Status::Ok();
   }
-  const JobOutcome outcome = RunJob(config, *job);
+  const jobs::JobOutcome outcome = jobs::RunJob(config, *job, env);
   if (opts.json) PrintOutcome(outcome);
   return outcome.status;
 }

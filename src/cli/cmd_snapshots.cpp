@@ -13,7 +13,7 @@
 #include "cli/repo_flags.h"
 #include "common/text.h"
 #include "common/units.h"
-#include "pipeline/repo_lock.h"
+#include "repository/repo_lock.h"
 
 namespace wanbackup::cli {
 namespace {

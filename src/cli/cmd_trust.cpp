@@ -6,8 +6,8 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/repo_flags.h"
-#include "pipeline/repository_trust.h"
-#include "pipeline/trust_anchor.h"
+#include "repository/repository_trust.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {

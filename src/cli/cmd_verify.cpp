@@ -12,7 +12,7 @@
 #include "cli/progress.h"
 #include "cli/repo_flags.h"
 #include "common/units.h"
-#include "pipeline/verifier.h"
+#include "repository/verifier.h"
 
 namespace wanbackup::cli {
 namespace {

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <ctime>
 #include <string>
 
 namespace wanbackup::cli {
@@ -40,15 +39,6 @@ void PrintInfo(std::string_view message) {
 }
 void SetQuiet(bool quiet) {
   g_quiet.store(quiet, std::memory_order_relaxed);
-}
-
-std::string LocalTime(int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
 }
 
 }  // namespace wanbackup::cli

@@ -13,7 +13,5 @@ void PrintWarning(std::string_view message);
 // Informational line on stderr, shown unless --quiet.
 void PrintInfo(std::string_view message);
 void SetQuiet(bool quiet);
-// A snapshot time for people: local time, "2026-11-25 10:30:00".
-std::string LocalTime(int64_t unix_ms);
 
 }  // namespace wanbackup::cli

@@ -14,7 +14,7 @@
 #include "common/result.h"
 #include "jobs/config.h"
 #include "pipeline/replicator.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace wanbackup::cli {
 

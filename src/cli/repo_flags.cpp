@@ -16,8 +16,8 @@
 #include "common/units.h"
 #include "guard/identity.h"
 #include "guard/write_guard.h"
-#include "pipeline/repository_trust.h"
-#include "pipeline/trust_anchor.h"
+#include "repository/repository_trust.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {

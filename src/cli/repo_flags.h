@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace CLI {
 class App;
@@ -80,7 +80,7 @@ Status CheckRepositoryBeforeUse(const RepoFlags& flags);
 
 // Opens the repository with the secrets `flags` and the environment name. With `used`, hands
 // back the credentials that unlocked it (key change re-wraps for the same passphrase). Every
-// repository passes the trust checks here (pipeline/repository_trust.h): its id, encryption and
+// repository passes the trust checks here (repository/repository_trust.h): its id, encryption and
 // key against this client's trust anchor, and its catalog against its sealed head.
 Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& flags,
                                                              pipeline::OpenMode mode,

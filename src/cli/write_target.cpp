@@ -13,8 +13,8 @@
 
 #include "guard/identity.h"
 #include "guard/write_guard.h"
-#include "pipeline/repo_lock.h"
-#include "pipeline/trust_anchor.h"
+#include "repository/repo_lock.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -87,7 +87,7 @@ Status AddReplicas(pipeline::Repository& repo, std::vector<guard::Protected>* pr
 }
 
 // The repositories this client has opened (the locations in its trust anchors,
-// pipeline/trust_anchor.h) other than `except`: their files, and the sources of their complete
+// repository/trust_anchor.h) other than `except`: their files, and the sources of their complete
 // snapshots. A command knows only its own repository, and `copy` none, but a disk another
 // repository backs up is no place to write either. Best effort: a location that is gone, or a
 // catalog that cannot be read, adds what it can and is never an error.
@@ -157,7 +157,7 @@ guard::Identity StandardOutput() {
 }
 
 // The files a command and the client need and nobody may write over: the credential files
-// given (flags and environment), and the trust anchor directory (pipeline/trust_anchor.h).
+// given (flags and environment), and the trust anchor directory (repository/trust_anchor.h).
 void AddClientFiles(const WriteTarget& target, std::vector<guard::Protected>* protect) {
   std::vector<std::string> files = target.credential_files;
   for (const char* var : {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE",

@@ -13,7 +13,7 @@
 #include "cli/target_flags.h"
 #include "common/status.h"
 #include "jobs/config.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace wanbackup::cli {
 

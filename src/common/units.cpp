@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 
 namespace wanbackup {
@@ -234,6 +235,15 @@ std::string FormatDuration(std::chrono::nanoseconds d) {
     std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(m / 60),
                   static_cast<long long>(m % 60));
   }
+  return buf;
+}
+
+std::string LocalTime(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   return buf;
 }
 

@@ -40,5 +40,7 @@ std::string FormatBytes(uint64_t bytes);
 std::string FormatRate(double bytes_per_second);
 // "250 µs" style without the micro sign: "250us", "20.0ms", "1.50s", "3m20s", "2h05m".
 std::string FormatDuration(std::chrono::nanoseconds d);
+// A time for people: local time, "2026-11-25 10:30:00".
+std::string LocalTime(int64_t unix_ms);
 
 }  // namespace wanbackup

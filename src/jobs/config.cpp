@@ -16,8 +16,8 @@
 #include "common/units.h"
 #include "guard/identity.h"
 #include "initiator/iscsi_url.h"
-#include "pipeline/prune_plan.h"
 #include "pipeline/snapshotter.h"
+#include "repository/prune_plan.h"
 
 namespace wanbackup::jobs {
 namespace {

@@ -18,7 +18,7 @@
 #include "common/result.h"
 #include "guard/write_guard.h"
 #include "jobs/calendar.h"
-#include "pipeline/retention.h"
+#include "repository/retention.h"
 
 namespace wanbackup::jobs {
 

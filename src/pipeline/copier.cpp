@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/bytes.h"
 #include "common/units.h"
 #include "pipeline/deallocation.h"
-#include "pipeline/internal/bytes.h"
 #include "pipeline/zero.h"
 
 namespace wanbackup::pipeline {
@@ -18,7 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using Buffer = internal::MallocBuffer;
+using Buffer = MallocBuffer;
 
 constexpr uint64_t kZeroGranule = 64 << 10;
 constexpr uint64_t kMinTailRequest = 256 << 10;

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/bytes.h"
 #include "common/cancel.h"
-#include "pipeline/internal/bytes.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -105,7 +105,7 @@ class FileSourceImpl final : public FileSource {
 
  private:
   void Work() {
-    internal::MallocBuffer bounce;  // direct reads: aligned, this thread's
+    MallocBuffer bounce;  // direct reads: aligned, this thread's
     size_t bounce_size = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -123,7 +123,7 @@ class FileSourceImpl final : public FileSource {
   }
 
   // Reads the aligned span around `r` with O_DIRECT into `bounce` and copies `r`'s part out.
-  Status ReadDirect(const ReadRequest& r, internal::MallocBuffer& bounce, size_t& bounce_size) {
+  Status ReadDirect(const ReadRequest& r, MallocBuffer& bounce, size_t& bounce_size) {
     const uint64_t start = r.offset / kDirectAlign * kDirectAlign;
     const uint64_t end = r.offset + r.length;
     const size_t span = static_cast<size_t>((end - start + kDirectAlign - 1) / kDirectAlign) *

@@ -1,8 +1,8 @@
 #include "pipeline/replicator.h"
 
 #include "common/failpoint.h"
-#include "pipeline/record.h"
-#include "pipeline/snapshot_check.h"
+#include "repository/record.h"
+#include "repository/snapshot_check.h"
 
 namespace wanbackup::pipeline {
 namespace {

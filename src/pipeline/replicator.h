@@ -29,8 +29,8 @@
 #include "catalog/catalog.h"
 #include "common/block_io.h"
 #include "common/result.h"
-#include "pipeline/repository.h"
 #include "pipeline/restorer.h"
+#include "repository/repository.h"
 
 namespace wanbackup::pipeline {
 

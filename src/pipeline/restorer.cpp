@@ -10,10 +10,10 @@
 #include "common/cancel.h"
 #include "common/failpoint.h"
 #include "pipeline/file_source.h"
-#include "pipeline/pack.h"
-#include "pipeline/record.h"
-#include "pipeline/snapshot_check.h"
 #include "pipeline/zero.h"
+#include "repository/pack_record.h"
+#include "repository/record.h"
+#include "repository/snapshot_check.h"
 
 namespace wanbackup::pipeline {
 namespace {

@@ -19,7 +19,7 @@
 #include "catalog/catalog.h"
 #include "common/block_io.h"
 #include "common/result.h"
-#include "pipeline/repository.h"
+#include "repository/repository.h"
 
 namespace wanbackup::pipeline {
 

@@ -1,37 +1,21 @@
-#include "pipeline/snapshotter.h"
+#include "pipeline/internal/snapshotter.h"
 
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
-#include <filesystem>
-#include <map>
-#include <thread>
-#include <unordered_map>
+#include <chrono>
+#include <optional>
+#include <vector>
 
 #include "common/cancel.h"
 #include "common/failpoint.h"
-#include "common/text.h"
 #include "pipeline/deallocation.h"
-#include "pipeline/head.h"
-#include "pipeline/pack_store.h"
-#include "pipeline/record.h"
-#include "pipeline/snapshot_sealer.h"
-#include "pipeline/work_queue.h"
 #include "pipeline/zero.h"
+#include "repository/snapshot_record.h"
 
-namespace wanbackup::pipeline {
+namespace wanbackup::pipeline::internal {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Sealed records that may exist at once: one being encoded per worker plus two waiting for the
-// coordinator to write them, but never more than this whatever the worker count, so that
-// record memory stays bounded (each record is up to a chunk). Workers wait for a slot
-// (record_slots_) when writing falls behind.
-constexpr int kMaxRecordSlots = 62;
 
 // The reader asks the source which chunks are deallocated this many chunks ahead at first
 // (the window then doubles, deallocation.h).
@@ -43,123 +27,7 @@ int64_t ThreadCpuNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-int64_t UnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// CPU time per stage in nanoseconds, added from any thread.
-struct StageClock {
-  std::atomic<int64_t> zero{0}, digest{0}, dedup{0}, compress{0}, encrypt{0}, write{0}, catalog{0};
-  StageTimes Seconds() const {
-    auto s = [](const std::atomic<int64_t>& v) { return static_cast<double>(v.load()) / 1e9; };
-    return {s(zero), s(digest), s(dedup), s(compress), s(encrypt), s(write), s(catalog)};
-  }
-};
-
-struct Job {
-  enum class Kind { kHash, kEncode } kind;
-  uint64_t index;
-  uint8_t* buffer;
-  uint32_t length;
-  Digest digest;
-};
-
-struct Outcome {
-  // kDeallocated: a chunk the source said holds no data (never read): a zero chunk.
-  enum class Kind { kZero, kDeallocated, kHashed, kEncoded, kError, kReaderDone } kind;
-  uint64_t index = 0;
-  uint8_t* buffer = nullptr;  // kHashed: still holds the chunk
-  uint32_t length = 0;
-  Digest digest{};
-  std::vector<uint8_t> record;  // kEncoded
-  Status status;                // kError
-};
-
-class Snapshotter {
- public:
-  Snapshotter(Repository& repo, BlockSource& source, const SnapshotOptions& options)
-      : repo_(repo),
-        catalog_(repo.catalog()),
-        source_(source),
-        options_(options),
-        chunk_size_(repo.config().chunk_size),
-        size_(source.geometry().size_bytes),
-        chunk_count_((size_ + chunk_size_ - 1) / chunk_size_),
-        workers_(options.workers > 0
-                     ? options.workers
-                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
-
-  Result<SnapshotResult> Run();
-
- private:
-  void ReaderLoop();
-  void WorkerLoop();
-  Status Coordinate();
-  Status OnHashed(Outcome& o);
-  Status CheckStillStored(int64_t chunk_id, uint64_t index);
-  Status OnEncoded(Outcome& o);
-  Status Resolve(uint64_t index, int64_t chunk_id, const Digest& digest);
-  Result<int64_t> StoreRecord(const std::vector<uint8_t>& record, const Digest& digest,
-                              RecordKind kind, uint32_t raw_size);
-  Status Commit(bool force);
-  Status BeginSnapshotRow(SnapshotResult* result);
-  uint64_t ReserveMemory();
-  Status SealSnapshot();
-  void KeepWhatIsDurable();
-  void MarkRunFailed();
-  void RemoveUncommittedPack();
-  Status StartPack();
-  Status SyncPack();
-  void Stop();
-  void Report(bool force);
-  uint64_t ChunkLength(uint64_t index) const {
-    return std::min(chunk_size_, size_ - index * chunk_size_);
-  }
-
-  Repository& repo_;
-  catalog::Catalog& catalog_;
-  BlockSource& source_;
-  const SnapshotOptions options_;
-  const uint64_t chunk_size_;
-  const uint64_t size_;
-  const uint64_t chunk_count_;
-  const int workers_;
-
-  std::unique_ptr<BufferPool> buffers_;
-  WorkQueue<Job> jobs_;
-  WorkQueue<Outcome> outcomes_;
-  std::mutex records_mu_;
-  std::vector<std::vector<uint8_t>> spare_records_;  // GUARDED_BY(records_mu_)
-  SlotCounter record_slots_;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> reader_done_{false};
-  std::atomic<uint64_t> chunks_delivered_{0};  // handed to the workers by the reader
-  StageClock clock_;
-
-  // Coordinator state.
-  catalog::SnapshotInfo info_;
-  int64_t clock_offset_ms_ = 0;  // fake_start_unix_ms minus the real start
-  std::unique_ptr<catalog::Catalog::Transaction> txn_;
-  std::unique_ptr<SnapshotSealer> sealer_;
-  std::unique_ptr<PackWriter> pack_;
-  int64_t pack_id_ = 0;
-  // A write or fdatasync of the pack failed: the page cache may hold bytes the disk never got,
-  // and a retried fdatasync would report success for them. Nothing may sync or name it again.
-  bool pack_failed_ = false;
-  uint64_t stored_since_commit_ = 0;
-  Clock::time_point last_commit_ = Clock::now();
-  std::unordered_map<Digest, std::vector<uint64_t>, DigestHash> pending_;   // being encoded
-  std::map<uint64_t, std::pair<std::vector<int64_t>, uint64_t>> segments_;  // first -> ids, filled
-  uint64_t done_chunks_ = 0;
-  uint64_t done_bytes_ = 0;
-  uint64_t last_source_bytes_ = 0;              // SourceStats::bytes_read at the last report ...
-  Clock::time_point last_data_ = Clock::now();  // ... and when it last changed
-  uint64_t bytes_deallocated_ = 0;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_report_ = Clock::now();
-};
+}  // namespace
 
 void Snapshotter::ReaderLoop() {
   uint64_t next = 0;
@@ -495,179 +363,5 @@ void Snapshotter::Stop() {
 
 // A run that was interrupted (killed, power cut) left its snapshot "running": close it (the
 // chunks it committed stay and are found by digest), then start this run's catalog row.
-Status Snapshotter::BeginSnapshotRow(SnapshotResult* result) {
-  // The snapshot record is JSON, which holds only UTF-8: refuse before anything is written.
-  if (!IsUtf8(options_.source_name)) {
-    return Status::InvalidArgument("the source's name '" + options_.source_name +
-                                   "' is not UTF-8 text; name it by a path that is (a symlink)");
-  }
-  if (Status tag = CheckTag(options_.tag); !tag.ok()) return tag;
-  WB_ASSIGN_OR_RETURN(auto txn, catalog_.Begin());
-  WB_ASSIGN_OR_RETURN(result->abandoned_runs, catalog_.AbandonRunningSnapshots());
-  info_.source = options_.source_name;
-  info_.tag = options_.tag;
-  info_.job = options_.job;
-  char host[128] = {};
-  ::gethostname(host, sizeof host - 1);
-  info_.hostname = host;
-  info_.size_bytes = size_;
-  info_.block_size = source_.geometry().block_size;
-  info_.chunk_size = static_cast<uint32_t>(chunk_size_);
-  info_.started_unix_ms = options_.fake_start_unix_ms != 0 ? options_.fake_start_unix_ms : UnixMs();
-  clock_offset_ms_ = info_.started_unix_ms - UnixMs();
-  WB_ASSIGN_OR_RETURN(info_.id, catalog_.BeginSnapshot(info_));
-  return txn->Commit();
-}
 
-// After a failed run, keeps what is durable for the next one: flushes the pack and commits the
-// chunks already recorded (never the snapshot itself), then marks the run failed. When the
-// pack itself failed, SyncPack refuses and the open transaction rolls back: the catalog stays
-// at the last good checkpoint.
-void Snapshotter::KeepWhatIsDurable() {
-  Status keep = SyncPack();
-  if (keep.ok() && txn_) keep = txn_->Commit();
-  txn_.reset();
-  MarkRunFailed();
-}
-
-// Marking the run failed names nothing in the pack: done whatever else failed (if this fails
-// too, the next run does it).
-void Snapshotter::MarkRunFailed() {
-  if (auto t = catalog_.Begin(); t.ok()) {
-    if (catalog_.AbandonRunningSnapshots().ok()) (void)(*t)->Commit();
-  }
-}
-
-// After a failed run (its transaction committed or rolled back): the pack it was writing, when
-// the catalog does not name it, holds nothing durable anyone points at (its row was in the
-// transaction that rolled back), and on a full disk it is what keeps the disk full: remove it.
-// A pack the catalog names stays, as does one we cannot tell about (prune removes it later).
-void Snapshotter::RemoveUncommittedPack() {
-  if (!pack_) return;
-  std::string name;
-  const bool ours = IsPackFileName(std::filesystem::path(pack_->path()).filename().string(), &name);
-  pack_.reset();  // closed before it goes
-  if (!ours) return;
-  Result<std::vector<catalog::PackInfo>> named = catalog_.Packs();
-  if (!named.ok()) return;
-  for (const catalog::PackInfo& p : *named) {
-    if (p.name == name) return;
-  }
-  (void)repo_.RemovePack(pack_id_, name);  // a pack left behind is prune's to remove
-}
-
-// Buffers enough for the source's window and every worker, within the memory budget, and the
-// record slots; returns the most memory they can hold.
-uint64_t Snapshotter::ReserveMemory() {
-  const size_t wanted = source_.preferred_in_flight() + 2 * static_cast<size_t>(workers_) + 2;
-  const size_t affordable =
-      std::max<size_t>(static_cast<size_t>(workers_) + 2,
-                       options_.max_memory / chunk_size_ > static_cast<uint64_t>(workers_) + 2
-                           ? static_cast<size_t>(options_.max_memory / chunk_size_ - workers_ - 2)
-                           : static_cast<size_t>(workers_) + 2);
-  buffers_ = std::make_unique<BufferPool>(std::min(wanted, affordable), chunk_size_);
-  const int record_slots = std::min(kMaxRecordSlots, workers_ + 2);
-  record_slots_.Release(record_slots);
-  return (buffers_->count() + record_slots) * chunk_size_;
-}
-
-// The sealed snapshot record goes into the pack with everything it names, and the same fsync
-// makes it durable before the catalog's final commit (docs/durability.md).
-Status Snapshotter::SealSnapshot() {
-  info_.finished_unix_ms = UnixMs() + clock_offset_ms_;
-  info_.status = catalog::SnapshotStatus::kComplete;
-  const uint64_t bytes_stored = info_.bytes_stored;
-  WB_ASSIGN_OR_RETURN(const int64_t record_id, sealer_->Finish(repo_.config().id, info_));
-  // The new head (head.h) goes into the same pack, under the same fsync and commit.
-  WB_ASSIGN_OR_RETURN(const catalog::ChunkRecord sealed, catalog_.GetChunk(record_id));
-  WB_ASSIGN_OR_RETURN(const SealedHead head, SealHeadAdding(repo_, {info_.id, sealed.digest}));
-  WB_RETURN_IF_ERROR(
-      StoreRecord(head.bytes, head.digest, RecordKind::kHead, head.raw_size).status());
-  info_.bytes_stored = bytes_stored;  // as sealed: the records cannot count their own bytes
-  WB_FAILPOINT("snapshot.before-finish");
-  WB_RETURN_IF_ERROR(SyncPack());
-  info_.record_id = record_id;
-  WB_RETURN_IF_ERROR(catalog_.FinishSnapshot(info_));
-  WB_RETURN_IF_ERROR(RecordHead(catalog_, head.record, head.digest));
-  WB_RETURN_IF_ERROR(txn_->Commit());
-  txn_.reset();
-  repo_.HeadCommitted(head.record.counter);
-  WB_FAILPOINT("snapshot.after-finish");
-  return Status::Ok();
-}
-
-Result<SnapshotResult> Snapshotter::Run() {
-  SnapshotResult result;
-  WB_RETURN_IF_ERROR(BeginSnapshotRow(&result));
-  info_.chunks_total = chunk_count_;
-  sealer_ = std::make_unique<SnapshotSealer>(
-      repo_.keys(), repo_.config().zstd_level, catalog_, chunk_count_,
-      [this](const std::vector<uint8_t>& record, const Digest& digest, RecordKind kind,
-             uint32_t raw_size) { return StoreRecord(record, digest, kind, raw_size); });
-
-  result.peak_buffer_bytes = ReserveMemory();
-  WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
-  start_ = Clock::now();
-  last_data_ = start_;
-  std::thread reader([this] {
-    ReaderLoop();
-    reader_done_ = true;
-    outcomes_.Push(
-        Outcome{Outcome::Kind::kReaderDone, 0, nullptr, 0, {}, {}, {}});  // wakes the coordinator
-  });
-  std::vector<std::thread> workers;
-  for (int i = 0; i < workers_; ++i)
-    workers.emplace_back([this] { WorkerLoop(); });
-
-  Status status = Coordinate();  // TakeSnapshot refuses an empty source: there is a chunk
-  Stop();
-  reader.join();
-  for (auto& w : workers)
-    w.join();
-
-  if (!status.ok()) {
-    KeepWhatIsDurable();
-    RemoveUncommittedPack();
-    return status;
-  }
-  if (Status sealed = SealSnapshot(); !sealed.ok()) {
-    // Nothing since the last checkpoint is kept: the open transaction may hold half of the
-    // final one (a complete snapshot), so it rolls back rather than commit.
-    txn_.reset();
-    MarkRunFailed();
-    RemoveUncommittedPack();
-    return sealed;
-  }
-  Report(true);
-  result.info = info_;
-  result.stages = clock_.Seconds();
-  result.elapsed = Clock::now() - start_;
-  result.source = source_.Stats();
-  result.bytes_deallocated = bytes_deallocated_;
-  return result;
-}
-
-}  // namespace
-
-Result<SnapshotResult> TakeSnapshot(Repository& repo, BlockSource& source,
-                                    const SnapshotOptions& options) {
-  if (source.geometry().size_bytes == 0) return Status::InvalidArgument("the source is empty");
-  Snapshotter s(repo, source, options);
-  return s.Run();
-}
-
-Status CheckTag(std::string_view tag) {
-  if (tag.size() > kMaxTagBytes) {
-    return Status::InvalidArgument("the tag is longer than " + std::to_string(kMaxTagBytes) +
-                                   " bytes");
-  }
-  if (!IsUtf8(tag)) return Status::InvalidArgument("the tag is not UTF-8 text");
-  for (const char c : tag) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return Status::InvalidArgument("the tag holds a control character (a tab or a newline)");
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace wanbackup::pipeline
+}  // namespace wanbackup::pipeline::internal

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
-#include "pipeline/keys.h"
+#include "repository/keys.h"
 #include "support/repo_cli.h"
 
 using wanbackup::testing::RepoCli;
@@ -205,7 +205,7 @@ TEST_CASE("anchor: an unencrypted repository forged with the victim's id is refu
   config.erase("authentication");
   const auto mac =
       wanbackup::pipeline::KeySet::Unencrypted(victim_id).ConfigMac(config.dump(2) + "\n");
-  config["authentication"] = wanbackup::pipeline::ToHex(mac.data(), mac.size());
+  config["authentication"] = wanbackup::ToHex(mac.data(), mac.size());
   std::ofstream(evil + "/config.json", std::ios::trunc) << config.dump(2) << "\n";
   Sql(evil + "/catalog.db",
       "UPDATE settings SET value = '" + victim_id + "' WHERE key = 'repository_id'");

@@ -20,7 +20,7 @@
 #include <sqlite3.h>
 
 #include "catalog/map_codec.h"
-#include "pipeline/record.h"
+#include "repository/record.h"
 #include "support/repo_cli.h"
 
 using wanbackup::testing::Background;

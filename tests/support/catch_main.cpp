@@ -1,5 +1,5 @@
 // Catch2's main, with one thing first: every wanbackup the tests run keeps its trust anchors
-// (pipeline/trust_anchor.h) in a temporary directory of this test process, never in the
+// (repository/trust_anchor.h) in a temporary directory of this test process, never in the
 // invoking user's state directory. Removed when the tests end.
 #define CATCH_CONFIG_RUNNER
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "pipeline/head_record.h"
+#include "repository/head_record.h"
 
 #include <string>
 

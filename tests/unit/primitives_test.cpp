@@ -1,4 +1,4 @@
-#include "pipeline/primitives.h"
+#include "repository/primitives.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <sodium.h>
 
-#include "pipeline/keys.h"
+#include "repository/keys.h"
 
 using wanbackup::pipeline::primitives::Implementation;
 namespace primitives = wanbackup::pipeline::primitives;

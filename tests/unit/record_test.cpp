@@ -1,4 +1,4 @@
-#include "pipeline/record.h"
+#include "repository/record.h"
 
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "pipeline/keys.h"
-#include "pipeline/pack.h"
+#include "repository/keys.h"
+#include "repository/pack_record.h"
 
 using wanbackup::Secret;
 using wanbackup::StatusCode;

@@ -10,7 +10,8 @@
 #include "pipeline/file_source.h"
 #include "pipeline/restorer.h"
 #include "pipeline/snapshotter.h"
-#include "pipeline/verifier.h"
+#include "repository/record.h"
+#include "repository/verifier.h"
 #include "support/memory_block_io.h"
 #include "support/temp_dir.h"
 

@@ -1,13 +1,13 @@
-// Retention rules (pipeline/retention.h) and prune's pack choice (pipeline/prune_plan.h): pure
+// Retention rules (repository/retention.h) and prune's pack choice (repository/prune_plan.h): pure
 // functions, checked on made-up snapshots and packs.
-#include "pipeline/retention.h"
+#include "repository/retention.h"
 
 #include <cstdlib>
 #include <set>
 
 #include <catch2/catch.hpp>
 
-#include "pipeline/prune_plan.h"
+#include "repository/prune_plan.h"
 
 using wanbackup::catalog::SnapshotInfo;
 using wanbackup::pipeline::ApplyRetention;

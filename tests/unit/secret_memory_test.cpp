@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/secret.h"
-#include "pipeline/keys.h"
+#include "repository/keys.h"
 
 using namespace wanbackup;
 using namespace wanbackup::pipeline;

@@ -1,10 +1,10 @@
 // Sealed snapshot records: the codecs, and what the snapshotter seals.
-#include "pipeline/snapshot_record.h"
+#include "repository/snapshot_record.h"
 
 #include <catch2/catch.hpp>
 
-#include "pipeline/snapshot_check.h"
 #include "pipeline/snapshotter.h"
+#include "repository/snapshot_check.h"
 #include "support/memory_block_io.h"
 #include "support/temp_dir.h"
 

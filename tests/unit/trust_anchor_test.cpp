@@ -1,4 +1,4 @@
-#include "pipeline/trust_anchor.h"
+#include "repository/trust_anchor.h"
 
 #include <sys/stat.h>
 
@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "pipeline/repository_trust.h"
+#include "repository/repository_trust.h"
 #include "support/temp_dir.h"
 
 using wanbackup::StatusCode;

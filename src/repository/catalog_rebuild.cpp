@@ -1,0 +1,398 @@
+#include "repository/catalog_rebuild.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "repository/head.h"
+#include "repository/pack_record.h"
+#include "repository/record.h"
+#include "repository/snapshot_record.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+using PackFile = StoredPack;
+
+struct Location {
+  const PackReader* pack = nullptr;
+  uint64_t offset = 0;
+  uint32_t stored_size = 0;
+};
+
+size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
+  switch (kind) {
+    case RecordKind::kChunk:
+      return chunk_size;
+    case RecordKind::kMapSegment:
+      return kMaxMapSegmentSize;
+    case RecordKind::kSnapshot:
+      return kMaxSnapshotRecordSize;
+    case RecordKind::kForget:
+      return kMaxForgetRecordSize;
+    case RecordKind::kHead:
+      return kMaxHeadRecordSize;
+  }
+  return 0;
+}
+
+class Rebuilder {
+ public:
+  Rebuilder(Repository& repo, const RebuildOptions& options)
+      : repo_(repo), options_(options), codec_(repo.keys(), 0) {}
+
+  Result<RebuildReport> Run();
+
+ private:
+  Status IndexPack(const PackFile& pack);
+  // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
+  void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
+  // Rebuilds the sealed snapshots that come back into the catalog; `rebuilt` lists them.
+  Status RebuildSnapshots(std::vector<HeadEntry>* rebuilt);
+  // Whether the newest head in the packs lists `e`.
+  bool Listed(const HeadEntry& e) const;
+  // Makes the catalog's head the newest in the packs, or, when it lists snapshots that were not
+  // rebuilt, a new head listing `rebuilt` (catalog_rebuild.h, RebuildReport::lost).
+  Status SettleHead(const std::vector<HeadEntry>& rebuilt);
+  Status WriteHead(const SealedHead& head);
+  // False when the record was damaged (reported): its header's size cannot be trusted then.
+  Result<bool> IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                           uint64_t offset, const RecordHeader& h);
+  Status AddSnapshot(int64_t record_id, const SnapshotRecord& r);
+  Result<std::vector<Digest>> LoadSegment(const Digest& digest);
+
+  Repository& repo_;
+  const RebuildOptions& options_;
+  RecordCodec codec_;
+  std::unique_ptr<catalog::Catalog> catalog_;
+  RebuildReport report_;
+  std::vector<std::unique_ptr<PackReader>> readers_;
+  std::unordered_map<Digest, Location, DigestHash> segments_;
+  struct Sealed {
+    int64_t row = 0;  // the record's chunks row
+    Digest digest{};  // the record's digest (what a forget record names)
+    std::string where;
+    SnapshotRecord record;
+  };
+  std::vector<Sealed> sealed_;                         // in pack order
+  std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
+  int64_t max_id_ = 0;                                 // largest snapshot id seen
+  std::optional<std::pair<HeadRecord, Digest>> head_;  // the newest head seen
+  std::vector<uint8_t> record_, plain_;
+  uint64_t bytes_done_ = 0, bytes_total_ = 0;
+};
+
+// The offset of the next record header (magic and CRC) at or after `from`, or `end`. For a walk
+// that met a damaged or forged header, whose sizes cannot be trusted to find the next one.
+uint64_t NextHeader(const PackReader& reader, uint64_t from, uint64_t end) {
+  constexpr size_t kWindow = 1 << 20;
+  std::vector<uint8_t> window(kWindow + kRecordHeaderSize);
+  for (uint64_t at = from; at + kRecordHeaderSize <= end; at += kWindow) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(window.size(), end - at));
+    if (!reader.ReadAt(at, window.data(), n).ok()) return end;
+    for (size_t i = 0; i + kRecordHeaderSize <= n && i < kWindow; ++i) {
+      if (std::memcmp(window.data() + i, "WBRC", 4) == 0 && ParseRecordHeader(&window[i]).ok()) {
+        return at + i;
+      }
+    }
+  }
+  return end;
+}
+
+Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
+                                    uint64_t offset, const RecordHeader& h) {
+  const auto where = [&] { return pack.name + " at " + std::to_string(offset); };
+  if (h.raw_size > MaxRawSize(h.kind, repo_.config().chunk_size)) {
+    ++report_.damaged_records;
+    report_.problems.push_back("record in pack " + where() + " claims an impossible size");
+    return false;
+  }
+  Result<RecordHeader> read = ReadRecordAt(reader, offset, h.stored_size, &record_);
+  Status open = read.status();
+  if (open.ok()) {
+    plain_.resize(read->raw_size);
+    open = codec_.Open(*read, record_.data() + kRecordHeaderSize, plain_.data());
+  }
+  if (!open.ok()) {
+    ++report_.damaged_records;
+    report_.problems.push_back("record in pack " + where() + " left out: " + open.message());
+    return false;
+  }
+  ++report_.records;
+  WB_ASSIGN_OR_RETURN(std::optional<int64_t> known, catalog_->FindChunk(read->digest));
+  if (known) {
+    ++report_.duplicates;
+    return true;
+  }
+  catalog::ChunkRecord c;
+  c.kind = static_cast<catalog::ChunkKind>(read->kind);
+  c.digest = read->digest;
+  c.pack_id = pack_id;
+  c.offset = offset;
+  c.stored_size = read->stored_size;
+  c.raw_size = read->raw_size;
+  WB_ASSIGN_OR_RETURN(const int64_t id, catalog_->AddChunk(c));
+  if (read->kind == RecordKind::kMapSegment) {
+    segments_[read->digest] = Location{&reader, offset, read->stored_size};
+  } else {
+    NoteSealed(*read, id, where());
+  }
+  return true;
+}
+
+void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::string& where) {
+  if (read.kind == RecordKind::kSnapshot) {
+    Result<SnapshotRecord> r = DecodeSnapshotRecord(plain_.data(), plain_.size());
+    if (!r.ok()) {
+      report_.problems.push_back("snapshot record in pack " + where + ": " + r.status().message());
+    } else if (r->repository_id != repo_.config().id) {
+      report_.problems.push_back("snapshot record in pack " + where +
+                                 " belongs to another repository; left out");
+    } else {
+      max_id_ = std::max(max_id_, r->info.id);
+      sealed_.push_back(Sealed{id, read.digest, where, *r});
+    }
+  } else if (read.kind == RecordKind::kHead) {
+    // The newest head is the catalog's head again (head.h). Two heads with one counter (a
+    // command killed before its commit, then another): the later sealed write time, then the
+    // larger digest; never the pack order, which follows mtimes a copy may not keep.
+    Result<HeadRecord> r = DecodeHeadRecord(plain_.data(), plain_.size());
+    if (r.ok() && r->repository_id == repo_.config().id &&
+        (!head_ ||
+         std::tie(r->counter, r->written_unix_ms, read.digest) >
+             std::tie(head_->first.counter, head_->first.written_unix_ms, head_->second))) {
+      head_.emplace(std::move(*r), read.digest);
+    }
+  } else if (read.kind == RecordKind::kForget) {
+    Result<ForgetRecord> r = DecodeForgetRecord(plain_.data(), plain_.size());
+    if (!r.ok()) {
+      report_.problems.push_back("forget record in pack " + where + ": " + r.status().message());
+    } else if (r->repository_id != repo_.config().id) {
+      report_.problems.push_back("forget record in pack " + where +
+                                 " belongs to another repository; left out");
+    } else {
+      for (const ForgottenSnapshot& f : r->snapshots) {
+        forgotten_.insert(f.record);
+        max_id_ = std::max(max_id_, f.id);
+      }
+    }
+  }
+}
+
+Status Rebuilder::IndexPack(const PackFile& pack) {
+  const std::string path = repo_.packs().Describe(pack.name);
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, repo_.packs().Open(pack.name));
+  readers_.push_back(std::move(opened));
+  const PackReader& reader = *readers_.back();
+  if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
+    report_.problems.push_back(s.message() + "; left out");
+    bytes_done_ += pack.size;
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(pack.name));
+  ++report_.packs;
+  uint64_t offset = kPackHeaderSize;
+  uint64_t end = kPackHeaderSize;  // after the last whole record
+  while (offset + kRecordHeaderSize <= pack.size) {
+    uint8_t bytes[kRecordHeaderSize];
+    WB_RETURN_IF_ERROR(reader.ReadAt(offset, bytes, sizeof bytes));
+    Result<RecordHeader> h = ParseRecordHeader(bytes);
+    const bool fits = h.ok() && offset + kRecordHeaderSize + h->stored_size <= pack.size;
+    bool whole = false;
+    if (fits) {
+      WB_ASSIGN_OR_RETURN(whole, IndexRecord(pack, reader, pack_id, offset, *h));
+    }
+    if (whole) {
+      offset += kRecordHeaderSize + h->stored_size;
+      end = offset;
+    } else {
+      // A damaged or forged header: its sizes lead nowhere. Go on at the next header; none
+      // after it means a record that was being written when a run was interrupted.
+      const uint64_t next = NextHeader(reader, offset + 1, pack.size);
+      if (next < pack.size && !fits) {
+        ++report_.damaged_records;
+        report_.problems.push_back("unreadable bytes in pack " + pack.name + " at " +
+                                   std::to_string(offset) + "; skipped to the next record at " +
+                                   std::to_string(next));
+      }
+      offset = next;
+    }
+    if (options_.on_progress) options_.on_progress(bytes_done_ + offset, bytes_total_);
+  }
+  offset = end;
+  // What follows the last whole record was being written when a run was interrupted.
+  report_.torn_bytes += pack.size - offset;
+  bytes_done_ += pack.size;
+  return catalog_->SetPackSize(pack_id, offset);
+}
+
+Result<std::vector<Digest>> Rebuilder::LoadSegment(const Digest& digest) {
+  auto it = segments_.find(digest);
+  if (it == segments_.end()) return Status::NotFound("a map segment is missing from the packs");
+  const Location& l = it->second;
+  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*l.pack, l.offset, l.stored_size, &record_));
+  plain_.resize(h.raw_size);
+  WB_RETURN_IF_ERROR(codec_.Open(h, record_.data() + kRecordHeaderSize, plain_.data()));
+  return DecodeMapSegment(plain_.data(), plain_.size());
+}
+
+// The snapshot's catalog rows from its sealed record; every chunk it names must be indexed.
+Status Rebuilder::AddSnapshot(int64_t record_id, const SnapshotRecord& r) {
+  const catalog::SnapshotInfo& info = r.info;
+  const uint64_t chunks = info.chunk_count();
+  std::vector<int64_t> ids;  // grows with the segments really found, whatever the size claims
+  uint64_t missing = 0;
+  for (const Digest& segment_digest : r.segments) {
+    Result<std::vector<Digest>> segment = LoadSegment(segment_digest);
+    if (!segment.ok()) {
+      report_.problems.push_back("snapshot " + std::to_string(info.id) +
+                                 " not rebuilt: " + segment.status().message());
+      return Status::Ok();
+    }
+    for (const Digest& d : *segment) {
+      if (ids.size() == chunks) break;
+      if (d == kZeroChunkDigest) {
+        ids.push_back(0);
+        continue;
+      }
+      WB_ASSIGN_OR_RETURN(std::optional<int64_t> id, catalog_->FindChunk(d));
+      if (!id) ++missing;
+      ids.push_back(id.value_or(0));
+    }
+  }
+  if (ids.size() != chunks || missing > 0) {
+    report_.problems.push_back("snapshot " + std::to_string(info.id) +
+                               " not rebuilt: " + std::to_string(missing) +
+                               " of its chunks are missing from the " + "packs");
+    return Status::Ok();
+  }
+  catalog::SnapshotInfo row = info;
+  row.record_id = record_id;
+  WB_RETURN_IF_ERROR(catalog_->InsertCompleteSnapshot(row));
+  for (uint64_t first = 0; first < chunks; first += catalog::kMapSegmentChunks) {
+    const uint64_t count = std::min(catalog::kMapSegmentChunks, chunks - first);
+    const std::vector<int64_t> part(ids.begin() + static_cast<ptrdiff_t>(first),
+                                    ids.begin() + static_cast<ptrdiff_t>(first + count));
+    WB_RETURN_IF_ERROR(catalog_->PutMapSegment(info.id, first, part));
+  }
+  report_.snapshots.push_back(info.id);
+  return Status::Ok();
+}
+
+Result<RebuildReport> Rebuilder::Run() {
+  const std::string built = repo_.CatalogPath() + ".rebuilding";
+  for (const char* suffix : {"", "-wal", "-shm"})
+    ::unlink((built + suffix).c_str());
+  // Oldest first: the order records were written, so the first copy of a duplicated record is
+  // the one an earlier catalog named.
+  WB_ASSIGN_OR_RETURN(std::vector<PackFile> packs, repo_.packs().List());
+  for (const PackFile& p : packs)
+    bytes_total_ += p.size;
+  {
+    WB_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Open(built, true));
+    ::chmod(built.c_str(), 0600);
+    WB_ASSIGN_OR_RETURN(auto txn, catalog_->Begin());
+    for (const PackFile& p : packs)
+      WB_RETURN_IF_ERROR(IndexPack(p));
+    std::vector<HeadEntry> rebuilt;
+    WB_RETURN_IF_ERROR(RebuildSnapshots(&rebuilt));
+    // New snapshots get ids above every id ever used, forgotten ones included.
+    WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
+    WB_RETURN_IF_ERROR(SettleHead(rebuilt));
+    WB_RETURN_IF_ERROR(txn->Commit());
+    WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));
+    catalog_.reset();  // closes it: the WAL is folded into the file
+  }
+  WB_RETURN_IF_ERROR(repo_.InstallCatalog(built, &report_.old_catalog));
+  if (report_.new_head) repo_.HeadCommitted(report_.head_counter);
+  return report_;
+}
+
+bool Rebuilder::Listed(const HeadEntry& e) const {
+  return head_ && std::find(head_->first.snapshots.begin(), head_->first.snapshots.end(), e) !=
+                      head_->first.snapshots.end();
+}
+
+// Which sealed snapshots come back (docs/format.md, "Rebuilding the catalog"): the newest head
+// decides over forget records, so a forget record applies only to snapshots that head does not
+// list (a forget killed before its commit, then another command, leaves a record the committed
+// head overrules). A complete snapshot neither listed nor forgotten (sealed by a wanbackup
+// before heads, or killed before its commit) is kept: SettleHead seals a head listing it.
+Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
+  std::map<int64_t, const Sealed*> by_id;
+  for (const Sealed& s : sealed_) {
+    const HeadEntry entry{s.record.info.id, s.digest};
+    if (!Listed(entry) && forgotten_.count(s.digest) != 0) {
+      report_.forgotten.push_back(entry.id);
+      continue;
+    }
+    if (!by_id.emplace(entry.id, &s).second) {
+      report_.problems.push_back("snapshot " + std::to_string(entry.id) +
+                                 " is sealed twice; the copy in pack " + s.where + " is left out");
+    }
+  }
+  for (const auto& [id, s] : by_id) {
+    const size_t before = report_.snapshots.size();
+    WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
+    if (report_.snapshots.size() == before) continue;
+    const HeadEntry entry{id, s->digest};
+    rebuilt->push_back(entry);
+    if (head_ && !Listed(entry)) report_.unlisted.push_back(id);
+  }
+  return Status::Ok();
+}
+
+Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
+  if (!head_) return Status::Ok();  // made before heads: the next writing command seals one
+  const HeadRecord& newest = head_->first;
+  report_.head_counter = newest.counter;
+  if (rebuilt == newest.snapshots) return RecordHead(*catalog_, newest, head_->second);
+  for (const HeadEntry& e : newest.snapshots) {
+    if (std::find(rebuilt.begin(), rebuilt.end(), e) == rebuilt.end()) {
+      report_.lost.push_back(e.id);
+    }
+  }
+  // The newest head has the highest counter in the packs (NoteSealed): one above it, so that
+  // no head in the packs outranks what was rebuilt.
+  if (newest.counter == UINT64_MAX) {
+    return Status::Corruption("the repository's head counter cannot grow any further");
+  }
+  const SealedHead head = SealHead(repo_, rebuilt, newest.counter + 1);
+  WB_RETURN_IF_ERROR(WriteHead(head));
+  report_.head_counter = head.record.counter;
+  report_.new_head = true;
+  return Status::Ok();
+}
+
+// Appends `head` to a pack of its own, makes it durable, and indexes it in the new catalog as
+// its newest head.
+Status Rebuilder::WriteHead(const SealedHead& head) {
+  std::string name;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo_.NewPackFile(&name));
+  WB_ASSIGN_OR_RETURN(const uint64_t offset, pack->Append(head.bytes.data(), head.bytes.size()));
+  WB_RETURN_IF_ERROR(pack->Sync());
+  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
+  WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
+  return IndexHead(*catalog_, head, pack_id, offset);
+}
+
+}  // namespace
+
+Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options) {
+  Rebuilder r(repo, options);
+  return r.Run();
+}
+
+}  // namespace wanbackup::pipeline

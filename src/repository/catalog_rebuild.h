@@ -1,0 +1,54 @@
+// Rebuilding catalog.db from the packs alone (`wanbackup repair catalog`): packs are
+// self-describing (every record names its kind, digest and sizes) and hold each complete
+// snapshot's sealed record and map, so chunks, packs, snapshots (same ids, tags, sizes, times)
+// and their maps come back; the job history does not. The newest head decides which snapshots
+// come back: a snapshot named by a forget record stays forgotten unless that head lists it, and
+// a complete sealed snapshot it does not list is kept, never dropped (a new head lists it).
+// The new catalog is built beside the old
+// one and swapped in only when complete; the old file is kept (docs/operations.md, "Recovery").
+//
+// Runs on the calling thread. REQUIRES: the repository opened with OpenMode::kRepair.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "repository/repository.h"
+
+namespace wanbackup::pipeline {
+
+struct RebuildReport {
+  uint64_t packs = 0;
+  uint64_t records = 0;            // authenticated records indexed
+  uint64_t duplicates = 0;         // records whose digest an earlier record already had
+  uint64_t damaged_records = 0;    // failed authentication; left out
+  uint64_t torn_bytes = 0;         // pack tails that are not whole records (interrupted writes)
+  std::vector<int64_t> snapshots;  // rebuilt, by id
+  std::vector<int64_t> forgotten;  // sealed, but named by a forget record: left out
+  // The repository's head (head.h) after the rebuild: its counter (0: the packs hold none, a
+  // repository made before heads) and whether the rebuild sealed it. When the newest head in
+  // the packs lists snapshots that could not be rebuilt, a new head with the next counter lists
+  // exactly what was rebuilt, so that the catalog matches its head again; `lost` names the
+  // snapshots the old head listed that are gone. A complete sealed snapshot that no forget
+  // record names and the newest head does not list (sealed by a wanbackup before heads, or by
+  // a snapshot killed before its commit) is rebuilt all the same, named in `unlisted`, and the
+  // new head lists it too.
+  uint64_t head_counter = 0;
+  bool new_head = false;
+  std::vector<int64_t> lost;
+  std::vector<int64_t> unlisted;
+  std::vector<std::string> problems;  // one line each: what was left out and why
+  std::string old_catalog;            // where the replaced catalog was kept ("" if none)
+  bool complete() const { return damaged_records == 0 && problems.empty() && lost.empty(); }
+};
+
+struct RebuildOptions {
+  std::function<void(uint64_t bytes_done, uint64_t bytes_total)> on_progress;
+};
+
+Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options);
+
+}  // namespace wanbackup::pipeline

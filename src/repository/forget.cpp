@@ -1,0 +1,113 @@
+#include "repository/forget.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "common/failpoint.h"
+#include "repository/head.h"
+#include "repository/record.h"
+#include "repository/snapshot_record.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+// The forget record naming each snapshot by id and by the digest of its sealed record, which
+// must be in the catalog as a snapshot record.
+Result<ForgetRecord> NameForgotten(catalog::Catalog& cat, const std::string& repository_id,
+                                   const std::vector<catalog::SnapshotInfo>& snapshots) {
+  ForgetRecord record;
+  record.repository_id = repository_id;
+  record.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+  for (const catalog::SnapshotInfo& s : snapshots) {
+    if (s.record_id == 0) {
+      return Status::Corruption("snapshot " + std::to_string(s.id) +
+                                " has no sealed record; run 'wanbackup verify'");
+    }
+    WB_ASSIGN_OR_RETURN(catalog::ChunkRecord sealed, cat.GetChunk(s.record_id));
+    if (sealed.kind != catalog::ChunkKind::kSnapshotRecord) {
+      return Status::Corruption("snapshot " + std::to_string(s.id) +
+                                ": its record row is not a snapshot record; run 'wanbackup "
+                                "verify'");
+    }
+    record.snapshots.push_back(ForgottenSnapshot{s.id, sealed.digest});
+  }
+  return record;
+}
+
+// Seals the record into a new pack with the head that follows it, makes the pack durable, and
+// indexes both in the catalog (in the caller's transaction). Returns the record's chunks row.
+Result<int64_t> WriteForgetRecord(Repository& repo, const ForgetRecord& record,
+                                  const SealedHead& head) {
+  catalog::Catalog& cat = repo.catalog();
+  const std::string plain = EncodeForgetRecord(record);
+  RecordCodec codec(repo.keys(), repo.config().zstd_level);
+  std::vector<uint8_t> sealed;
+  const Digest digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()),
+                                        plain.size(), RecordKind::kForget, &sealed);
+  int64_t pack_id = 0;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo.NewPack(&pack_id));
+  WB_ASSIGN_OR_RETURN(const uint64_t offset, pack->Append(sealed.data(), sealed.size()));
+  WB_ASSIGN_OR_RETURN(const uint64_t head_offset,
+                      pack->Append(head.bytes.data(), head.bytes.size()));
+  // The records are durable before the catalog forgets anything (docs/durability.md).
+  WB_RETURN_IF_ERROR(pack->Sync());
+  WB_RETURN_IF_ERROR(cat.SetPackSize(pack_id, pack->size()));
+  WB_RETURN_IF_ERROR(IndexHead(cat, head, pack_id, head_offset));
+  catalog::ChunkRecord row;
+  row.kind = catalog::ChunkKind::kForgetRecord;
+  row.digest = digest;
+  row.pack_id = pack_id;
+  row.offset = offset;
+  row.stored_size = static_cast<uint32_t>(sealed.size() - kRecordHeaderSize);
+  row.raw_size = static_cast<uint32_t>(plain.size());
+  return cat.AddChunk(row);
+}
+
+// Ids are never given out again, even after the newest snapshot was forgotten: the floor
+// becomes at least the largest forgotten id.
+Status RaiseSnapshotIdFloor(catalog::Catalog& cat, const ForgetRecord& record) {
+  int64_t max_id = 0;
+  for (const ForgottenSnapshot& s : record.snapshots)
+    max_id = std::max(max_id, s.id);
+  WB_ASSIGN_OR_RETURN(const std::string floor, cat.GetSetting(catalog::kSnapshotIdFloor));
+  const int64_t old_floor = std::strtoll(floor.c_str(), nullptr, 10);
+  return cat.PutSetting(catalog::kSnapshotIdFloor, std::to_string(std::max(old_floor, max_id)));
+}
+
+}  // namespace
+
+Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
+                                      const std::vector<catalog::SnapshotInfo>& snapshots) {
+  ForgetOutcome outcome;
+  if (snapshots.empty()) return outcome;
+  catalog::Catalog& cat = repo.catalog();
+  WB_ASSIGN_OR_RETURN(const ForgetRecord record, NameForgotten(cat, repo.config().id, snapshots));
+  // Before the first record of a kind a format-2 wanbackup does not know.
+  if (repo.config().format < kRepositoryFormat) {
+    WB_RETURN_IF_ERROR(repo.UpgradeConfig());
+    outcome.upgraded_format = true;
+  }
+  WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
+  // The head that follows: the catalog's set without the forgotten snapshots.
+  WB_ASSIGN_OR_RETURN(std::vector<HeadEntry> set, CatalogSnapshotSet(cat));
+  std::erase_if(set, [&](const HeadEntry& e) {
+    return std::any_of(snapshots.begin(), snapshots.end(),
+                       [&](const catalog::SnapshotInfo& s) { return s.id == e.id; });
+  });
+  WB_ASSIGN_OR_RETURN(const SealedHead head, SealNextHead(repo, std::move(set)));
+  WB_ASSIGN_OR_RETURN(outcome.record_id, WriteForgetRecord(repo, record, head));
+  for (const catalog::SnapshotInfo& s : snapshots)
+    WB_RETURN_IF_ERROR(cat.DeleteSnapshot(s.id));
+  WB_RETURN_IF_ERROR(RaiseSnapshotIdFloor(cat, record));
+  WB_FAILPOINT("forget.before-commit");
+  WB_RETURN_IF_ERROR(txn->Commit());
+  repo.HeadCommitted(head.record.counter);
+  WB_FAILPOINT("forget.after-commit");
+  return outcome;
+}
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,299 @@
+#include "repository/prune.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "common/cancel.h"
+#include "common/failpoint.h"
+#include "repository/head.h"
+#include "repository/pack_record.h"
+#include "repository/record.h"
+#include "repository/snapshot_check.h"
+#include "repository/snapshot_record.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+size_t MaxRaw(catalog::ChunkKind kind, uint32_t chunk_size) {
+  switch (kind) {
+    case catalog::ChunkKind::kData:
+      return chunk_size;
+    case catalog::ChunkKind::kMapSegment:
+      return kMaxMapSegmentSize;
+    case catalog::ChunkKind::kSnapshotRecord:
+      return kMaxSnapshotRecordSize;
+    case catalog::ChunkKind::kForgetRecord:
+      return kMaxForgetRecordSize;
+    case catalog::ChunkKind::kHeadRecord:
+      return kMaxHeadRecordSize;
+  }
+  return 0;
+}
+
+class Pruner {
+ public:
+  Pruner(Repository& repo, const PruneOptions& options)
+      : repo_(repo), cat_(repo.catalog()), options_(options), codec_(repo.keys(), 0) {}
+
+  Result<PruneReport> Run();
+
+ private:
+  Status RemoveOrphans();
+  Status MarkLive();
+  Status Measure(std::vector<PackUsage>* usage);
+  Status Execute(const PrunePlan& plan);
+  Status CopyPack(int64_t pack_id);
+  Status CloseWriter();
+  Status CommitBatch(std::vector<int64_t>* old_packs);
+
+  Repository& repo_;
+  catalog::Catalog& cat_;
+  const PruneOptions& options_;
+  RecordCodec codec_;
+  PruneReport report_;
+  std::map<int64_t, catalog::PackInfo> packs_;        // the catalog's
+  std::unordered_map<std::string, uint64_t> stored_;  // name -> size in the store
+  std::vector<bool> live_;                            // by chunk id
+  std::unique_ptr<catalog::Catalog::Transaction> txn_;
+  std::unique_ptr<PackWriter> writer_;
+  int64_t writer_id_ = 0;
+  uint64_t batch_copied_ = 0;
+  uint64_t bytes_written_ = 0;
+  std::vector<uint8_t> record_, plain_;
+};
+
+Status Pruner::RemoveOrphans() {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, cat_.Packs());
+  for (const catalog::PackInfo& p : packs)
+    packs_[p.id] = p;
+  std::unordered_map<std::string, int64_t> named;
+  for (const auto& [id, p] : packs_)
+    named[p.name] = id;
+  WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, repo_.packs().List());
+  for (const StoredPack& s : stored) {
+    if (named.count(s.name) != 0) {
+      stored_[s.name] = s.size;
+      continue;
+    }
+    ++report_.orphan_packs;
+    report_.orphan_bytes += s.size;
+    if (!options_.dry_run) {
+      WB_RETURN_IF_ERROR(repo_.packs().Remove(s.name));
+      WB_FAILPOINT("prune.after-orphan-remove");
+    }
+  }
+  for (const auto& [id, p] : packs_) {
+    if (stored_.count(p.name) == 0) report_.missing_packs.push_back(p.name);
+  }
+  return Status::Ok();
+}
+
+Status Pruner::MarkLive() {
+  WB_ASSIGN_OR_RETURN(const int64_t max_id, cat_.MaxChunkId());
+  live_.assign(static_cast<size_t>(max_id) + 1, false);
+  auto mark = [&](int64_t id, int64_t snapshot) -> Status {
+    if (id < 0 || id > max_id) {
+      return Status::Corruption("snapshot " + std::to_string(snapshot) +
+                                " names a chunk the catalog lacks; run 'wanbackup verify' "
+                                "before pruning");
+    }
+    live_[static_cast<size_t>(id)] = true;
+    return Status::Ok();
+  };
+  // The newest head stays; the heads before it are replaced (head.h).
+  WB_ASSIGN_OR_RETURN(const std::optional<int64_t> head, CatalogHeadRow(cat_));
+  if (head) WB_RETURN_IF_ERROR(mark(*head, 0));
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> snapshots, cat_.Snapshots(false));
+  report_.snapshots = snapshots.size();
+  for (const catalog::SnapshotInfo& s : snapshots) {
+    if (CancellationRequested()) return Status::Cancelled("prune interrupted; nothing changed");
+    const Status walked =
+        cat_.ForEachMapSegment(s.id, [&](uint64_t, const std::vector<int64_t>& ids) -> Status {
+          for (int64_t id : ids) {
+            if (id != 0) WB_RETURN_IF_ERROR(mark(id, s.id));
+          }
+          return Status::Ok();
+        });
+    WB_RETURN_IF_ERROR(walked);
+    WB_RETURN_IF_ERROR(mark(s.record_id, s.id));
+    // The map segments the sealed record lists: without them the snapshot cannot be checked
+    // or rebuilt. A record that does not open stops prune: nothing may be dropped on a guess.
+    Result<SnapshotRecord> sealed = LoadSnapshotRecord(repo_, codec_, s);
+    if (!sealed.ok()) {
+      return Status::Corruption(sealed.status().message() +
+                                "; prune changed nothing (run 'wanbackup verify')");
+    }
+    for (const Digest& d : sealed->segments) {
+      WB_ASSIGN_OR_RETURN(std::optional<int64_t> id, cat_.FindChunk(d));
+      if (!id) {
+        return Status::Corruption("snapshot " + std::to_string(s.id) +
+                                  ": a map segment is missing; prune changed nothing (run "
+                                  "'wanbackup verify')");
+      }
+      WB_RETURN_IF_ERROR(mark(*id, s.id));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Pruner::Measure(std::vector<PackUsage>* usage) {
+  std::map<int64_t, PackUsage> by_pack;
+  for (const auto& [id, p] : packs_) {
+    auto stored = stored_.find(p.name);
+    if (stored == stored_.end()) continue;  // missing: nothing to reclaim, nothing to touch
+    PackUsage& u = by_pack[id];
+    u.pack_id = id;
+    u.size = stored->second;
+    u.live_bytes = kPackHeaderSize;
+  }
+  WB_RETURN_IF_ERROR(cat_.ForEachChunk([&](const catalog::ChunkRecord& c) {
+    if (c.kind == catalog::ChunkKind::kForgetRecord) live_[static_cast<size_t>(c.id)] = true;
+    auto u = by_pack.find(c.pack_id);
+    if (u == by_pack.end() || !live_[static_cast<size_t>(c.id)]) return Status::Ok();
+    u->second.live_bytes += kRecordHeaderSize + c.stored_size;
+    ++u->second.live_records;
+    return Status::Ok();
+  }));
+  for (const auto& [id, u] : by_pack) {
+    usage->push_back(u);
+    ++report_.packs;
+    report_.total_bytes += u.size;
+    if (u.live_records > 0) report_.live_bytes += u.live_bytes;
+  }
+  return Status::Ok();
+}
+
+Status Pruner::CloseWriter() {
+  if (!writer_) return Status::Ok();
+  WB_RETURN_IF_ERROR(writer_->Sync());
+  WB_RETURN_IF_ERROR(cat_.SetPackSize(writer_id_, writer_->size()));
+  bytes_written_ += writer_->size();
+  writer_.reset();
+  return Status::Ok();
+}
+
+// Copies the live records of one pack into the new pack(s) and rewrites the catalog's rows,
+// in the open transaction; drops the rest of its rows and the pack's own.
+Status Pruner::CopyPack(int64_t pack_id) {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::ChunkRecord> rows, cat_.ChunksInPack(pack_id));
+  WB_ASSIGN_OR_RETURN(const PackReader* reader, repo_.Pack(pack_id));
+  const std::string& name = packs_[pack_id].name;
+  for (const catalog::ChunkRecord& c : rows) {
+    if (!live_[static_cast<size_t>(c.id)]) {
+      WB_RETURN_IF_ERROR(cat_.DeleteChunk(c.id));
+      ++report_.records_dropped;
+      continue;
+    }
+    if (CancellationRequested()) return Status::Cancelled("prune interrupted");
+    const auto where = [&] { return "pack " + name + " at " + std::to_string(c.offset); };
+    Result<RecordHeader> h = ReadRecordAt(*reader, c.offset, c.stored_size, &record_);
+    if (!h.ok())
+      return Status::Corruption("the record in " + where() + ": " + h.status().message());
+    if (h->digest != c.digest || h->raw_size != c.raw_size ||
+        static_cast<int>(h->kind) != static_cast<int>(c.kind) ||
+        c.raw_size > MaxRaw(c.kind, repo_.config().chunk_size)) {
+      return Status::Corruption("the record in " + where() + " is not the one the catalog names");
+    }
+    // Authenticated before it is carried over: prune never copies damage into a new pack.
+    plain_.resize(h->raw_size);
+    if (Status open = codec_.Open(*h, record_.data() + kRecordHeaderSize, plain_.data());
+        !open.ok()) {
+      return Status::Corruption("the record in " + where() + " is damaged (" + open.message() +
+                                "); prune stopped (run 'wanbackup verify')");
+    }
+    if (!writer_) {
+      WB_ASSIGN_OR_RETURN(writer_, repo_.NewPack(&writer_id_));
+      ++report_.packs_written;
+    }
+    WB_ASSIGN_OR_RETURN(const uint64_t offset, writer_->Append(record_.data(), record_.size()));
+    WB_FAILPOINT("prune.after-pack-write");
+    WB_RETURN_IF_ERROR(cat_.MoveChunk(c.id, writer_id_, offset));
+    ++report_.records_copied;
+    report_.bytes_copied += record_.size();
+    batch_copied_ += record_.size();
+    if (writer_->size() >= options_.pack_size) WB_RETURN_IF_ERROR(CloseWriter());
+  }
+  return cat_.DeletePack(pack_id);
+}
+
+// New packs durable, then the catalog, then (only then) the old packs go.
+Status Pruner::CommitBatch(std::vector<int64_t>* old_packs) {
+  WB_RETURN_IF_ERROR(CloseWriter());
+  WB_FAILPOINT("prune.before-commit");
+  const Status committed = txn_->Commit();
+  txn_.reset();
+  WB_RETURN_IF_ERROR(committed);
+  WB_FAILPOINT("prune.after-commit");
+  for (int64_t id : *old_packs) {
+    const catalog::PackInfo& p = packs_[id];
+    WB_RETURN_IF_ERROR(repo_.RemovePack(id, p.name));
+    report_.bytes_freed += stored_[p.name];
+    WB_FAILPOINT("prune.after-pack-remove");
+  }
+  old_packs->clear();
+  batch_copied_ = 0;
+  return Status::Ok();
+}
+
+Status Pruner::Execute(const PrunePlan& plan) {
+  std::vector<int64_t> old_packs;
+  WB_ASSIGN_OR_RETURN(txn_, cat_.Begin());
+  for (int64_t id : plan.remove) {
+    WB_ASSIGN_OR_RETURN(std::vector<catalog::ChunkRecord> rows, cat_.ChunksInPack(id));
+    for (const catalog::ChunkRecord& c : rows)
+      WB_RETURN_IF_ERROR(cat_.DeleteChunk(c.id));
+    report_.records_dropped += rows.size();
+    WB_RETURN_IF_ERROR(cat_.DeletePack(id));
+    old_packs.push_back(id);
+    ++report_.packs_removed;
+  }
+  for (int64_t id : plan.rewrite) {
+    WB_RETURN_IF_ERROR(CopyPack(id));
+    old_packs.push_back(id);
+    ++report_.packs_rewritten;
+    if (options_.on_progress) options_.on_progress(report_.bytes_copied, plan.copy_bytes);
+    if (batch_copied_ >= options_.batch_bytes) {
+      WB_RETURN_IF_ERROR(CommitBatch(&old_packs));
+      WB_ASSIGN_OR_RETURN(txn_, cat_.Begin());
+    }
+  }
+  WB_RETURN_IF_ERROR(CommitBatch(&old_packs));
+  report_.bytes_freed -= std::min(report_.bytes_freed, bytes_written_);
+  return Status::Ok();
+}
+
+Result<PruneReport> Pruner::Run() {
+  if (!options_.dry_run) {
+    WB_ASSIGN_OR_RETURN(auto txn, cat_.Begin());
+    WB_ASSIGN_OR_RETURN(report_.abandoned_runs, cat_.AbandonRunningSnapshots());
+    WB_RETURN_IF_ERROR(txn->Commit());
+  }
+  WB_RETURN_IF_ERROR(RemoveOrphans());
+  WB_RETURN_IF_ERROR(MarkLive());
+  std::vector<PackUsage> usage;
+  WB_RETURN_IF_ERROR(Measure(&usage));
+  const PrunePlan plan = PlanPrune(usage, options_.max_unused);
+  report_.unused_bytes = plan.unused_bytes;
+  if (options_.dry_run) {
+    report_.packs_removed = plan.remove.size();
+    report_.packs_rewritten = plan.rewrite.size();
+    report_.bytes_copied = plan.copy_bytes;
+    report_.bytes_freed = plan.freed_bytes + report_.orphan_bytes;
+    report_.unused_after = plan.unused_after;
+    return report_;
+  }
+  report_.bytes_freed = report_.orphan_bytes;
+  WB_RETURN_IF_ERROR(Execute(plan));
+  report_.unused_after = plan.unused_after;
+  return report_;
+}
+
+}  // namespace
+
+Result<PruneReport> Prune(Repository& repo, const PruneOptions& options) {
+  Pruner p(repo, options);
+  return p.Run();
+}
+
+}  // namespace wanbackup::pipeline

@@ -1,0 +1,226 @@
+#include "repository/repo_lock.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "common/cancel.h"
+#include "store/fs_util.h"
+
+namespace wanbackup::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char kWriterLock[] = "lock";
+constexpr const char kSharedLock[] = "lock.shared";
+constexpr const char kReadersDir[] = "readers";
+constexpr auto kRetry = std::chrono::milliseconds(100);
+
+std::string ReadLine(int fd) {
+  char buf[512] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string s = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0'))
+    s.pop_back();
+  return s;
+}
+
+void WriteLine(int fd, const std::string& line) {
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, line.data(), line.size(), 0);
+}
+
+// Opens (creating, 0600) a lock file, never through a symlink (root must not write where a link
+// planted in a shared repository points); read-only where it cannot be created or written.
+int OpenLockFile(const std::string& path, bool* read_only) {
+  *read_only = false;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  const int err = errno;
+  fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    *read_only = true;
+    return fd;
+  }
+  errno = err;
+  return -1;
+}
+
+// The readers still holding their line in REPO/readers/; stale lines are removed.
+std::string LiveReaders(const std::string& dir) {
+  std::string who;
+  int count = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return who;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& name : names) {
+    std::string path = dir;
+    path += "/";
+    path += name;
+    const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      ::unlink(path.c_str());  // its reader is gone
+    } else if (++count <= 3) {
+      who += (who.empty() ? "" : "; ") + ReadLine(fd);
+    }
+    ::close(fd);
+  }
+  if (count > 3) who += "; and " + std::to_string(count - 3) + " more";
+  return who;
+}
+
+}  // namespace
+
+bool WriterRunning(const std::string& repo_path) {
+  const std::string path = repo_path + "/lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  // Shared: it conflicts with a writer's exclusive lock, works on a read-only descriptor (also
+  // where flock is emulated with byte-range locks, NFS), and two probes do not block each other.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases it if we took it
+  return held;
+}
+
+namespace {
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gs", static_cast<double>(ms.count()) / 1000.0);
+  return buf;
+}
+
+// Takes flock()s on the lock files of one repository, each tried every kRetry until the same
+// deadline: options.wait from when the acquisition started.
+class LockWaiter {
+ public:
+  LockWaiter(const std::string& repo, const LockOptions& options)
+      : repo_(repo),
+        wait_(options.wait),
+        wait_setting_(options.wait_setting),
+        deadline_(Clock::now() + options.wait) {}
+
+  // flock(fd, op); when it cannot be had in time, Busy naming `holder()` (who is in the way).
+  Status Take(int fd, int op, const std::function<std::string()>& holder) const {
+    for (;;) {
+      if (::flock(fd, op | LOCK_NB) == 0) return Status::Ok();
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        return Status::FromErrno(errno, "locking repository " + repo_);
+      }
+      if (CancellationRequested()) return Status::Cancelled("interrupted waiting for the lock");
+      if (Clock::now() >= deadline_) return GaveUp(holder());
+      std::this_thread::sleep_for(kRetry);
+    }
+  }
+
+ private:
+  Status GaveUp(std::string who) const {
+    if (who.empty()) who = "another wanbackup process";
+    std::string msg = "repository " + repo_;
+    msg += " is in use by ";
+    msg += who;
+    msg += "; gave up after ";
+    msg += Seconds(wait_);
+    msg += " (" + wait_setting_ + ")";
+    return Status::Busy(msg);
+  }
+
+  std::string repo_;
+  std::chrono::milliseconds wait_;
+  std::string wait_setting_;
+  Clock::time_point deadline_;
+};
+
+// The holder line the last writer left in REPO/lock ("" when there is none to read).
+std::string WriterHolder(const std::string& writer_path) {
+  const int fd = ::open(writer_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string();
+  std::string s = ReadLine(fd);
+  ::close(fd);
+  return s;
+}
+
+// This reader's line in REPO/readers/ (created, flocked, holding the holder line), so that a
+// writer kept waiting can name it. Returns its descriptor, or -1 where it cannot be kept.
+int AddReaderLine(const std::string& dir, const std::string& command, std::string* path) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
+  static int serial = 0;
+  *path = dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
+  const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    WriteLine(fd, HolderLine(command));
+    return fd;
+  }
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+}  // namespace
+
+std::string HolderLine(const std::string& command) {
+  char host[128] = {};
+  ::gethostname(host, sizeof host - 1);
+  return "wanbackup pid " + std::to_string(::getpid()) + " on " + host + " running '" + command +
+         "' since " + NowIso8601() + "\n";
+}
+
+Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo_path, LockKind kind,
+                                                    const LockOptions& options) {
+  std::unique_ptr<RepoLock> lock(new RepoLock());
+  lock->kind_ = kind;
+  const LockWaiter waiter(repo_path, options);
+  const std::string writer_path = repo_path + "/" + kWriterLock;
+  const std::string shared_path = repo_path + "/" + kSharedLock;
+  const std::string readers = repo_path + "/" + kReadersDir;
+  auto writer_holder = [&writer_path] { return WriterHolder(writer_path); };
+  bool read_only = false;
+  if (kind == LockKind::kShared) {
+    lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
+    if (lock->shared_fd_ < 0) {
+      if (errno == EROFS || errno == EACCES || errno == ENOENT) return lock;  // nobody writes
+      return Status::FromErrno(errno, "opening " + shared_path);
+    }
+    // Only an exclusive writer holds it exclusively, and it holds REPO/lock too.
+    WB_RETURN_IF_ERROR(waiter.Take(lock->shared_fd_, LOCK_SH, writer_holder));
+    if (!read_only) lock->reader_fd_ = AddReaderLine(readers, options.command, &lock->reader_path_);
+    return lock;
+  }
+  lock->writer_fd_ = OpenLockFile(writer_path, &read_only);
+  if (lock->writer_fd_ < 0) return Status::FromErrno(errno, "opening " + writer_path);
+  WB_RETURN_IF_ERROR(waiter.Take(lock->writer_fd_, LOCK_EX, writer_holder));
+  if (!read_only) WriteLine(lock->writer_fd_, HolderLine(options.command));
+  if (kind == LockKind::kExclusive) {
+    lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
+    if (lock->shared_fd_ < 0) return Status::FromErrno(errno, "opening " + shared_path);
+    WB_RETURN_IF_ERROR(waiter.Take(lock->shared_fd_, LOCK_EX, [&readers] {
+      const std::string who = LiveReaders(readers);
+      return who.empty() ? std::string("a reader") : who;
+    }));
+  }
+  return lock;
+}
+
+RepoLock::~RepoLock() {
+  if (reader_fd_ >= 0) {
+    ::unlink(reader_path_.c_str());  // before the lock goes, so nobody takes a live line as stale
+    ::close(reader_fd_);
+  }
+  if (shared_fd_ >= 0) ::close(shared_fd_);
+  if (writer_fd_ >= 0) ::close(writer_fd_);
+}
+
+}  // namespace wanbackup::pipeline
