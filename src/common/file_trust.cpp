@@ -1,5 +1,6 @@
 #include "common/file_trust.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,6 +8,8 @@
 #include <cstdlib>
 
 #include <climits>
+
+#include "common/unique_fd.h"
 
 namespace wanbackup {
 namespace {
@@ -140,6 +143,24 @@ Status CheckTrustedFile(const std::string& path, const struct stat& st, TrustedF
   const std::string resolved_dir = Parent(resolved);
   if (resolved_dir != given_dir) WB_RETURN_IF_ERROR(CheckDirectories(resolved_dir, path));
   return Status::Ok();
+}
+
+Result<std::string> ReadTrustedFile(const std::string& path, TrustedFile kind) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno(errno, path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, path);
+  WB_RETURN_IF_ERROR(CheckTrustedFile(path, st, kind));
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "reading " + path);
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+  }
 }
 
 }  // namespace wanbackup

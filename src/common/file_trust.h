@@ -19,6 +19,7 @@
 
 #include <string>
 
+#include "common/result.h"
 #include "common/status.h"
 
 namespace wanbackup {
@@ -33,5 +34,10 @@ enum class TrustedFile {
 // The same for a file already open, whose fstat is `st` (no second lookup of the file itself).
 [[nodiscard]] Status CheckTrustedFile(const std::string& path, const struct stat& st,
                                       TrustedFile kind);
+
+// The whole text of the regular file `path`, read through the one descriptor the check above
+// judged (never a second lookup by name, which a swap could win). NotFound, PermissionDenied
+// (the check), InvalidArgument (not a regular file) or an I/O error.
+[[nodiscard]] Result<std::string> ReadTrustedFile(const std::string& path, TrustedFile kind);
 
 }  // namespace wanbackup

@@ -1,6 +1,5 @@
 #include "jobs/config.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -12,7 +11,6 @@
 #include <utility>
 
 #include "common/file_trust.h"
-#include "common/unique_fd.h"
 #include "common/units.h"
 #include "guard/identity.h"
 #include "initiator/iscsi_url.h"
@@ -74,29 +72,15 @@ Status CheckSecretFile(const Place& at, const std::string& path) {
 // The text of the config file, read through the one descriptor CheckTrustedFile judged (never
 // a second lookup by name). A file it refuses is a bad config (exit 2), as its keys' errors are.
 Result<std::string> ReadConfigFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  Status trusted = !fd.valid()                   ? Status::FromErrno(errno, path)
-                   : ::fstat(fd.get(), &st) != 0 ? Status::FromErrno(errno, path)
-                                                 : CheckTrustedFile(path, st, TrustedFile::kConfig);
-  if (trusted.code() == StatusCode::kNotFound) {
+  Result<std::string> text = ReadTrustedFile(path, TrustedFile::kConfig);
+  if (text.status().code() == StatusCode::kNotFound) {
     return Status::NotFound("config file " + path + " does not exist (give --config FILE or set $" +
                             kConfigEnv + "; an example: conf/wanbackup.toml.example)");
   }
-  if (trusted.code() == StatusCode::kPermissionDenied) {
-    return Status::InvalidArgument(trusted.message());
+  if (text.status().code() == StatusCode::kPermissionDenied) {
+    return Status::InvalidArgument(text.status().message());
   }
-  WB_RETURN_IF_ERROR(trusted);
-  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
-  std::string text;
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "reading " + path);
-    if (n == 0) return text;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  return text;
 }
 
 using Handler = std::function<Status(const Place&, const toml::node&)>;
