@@ -64,4 +64,20 @@ std::optional<uint64_t> ParseDecimalU64(std::string_view text) {
   return n;
 }
 
+std::string EscapeControl(const std::string& value) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace wanbackup

@@ -24,4 +24,8 @@ std::string PadRight(std::string_view text, size_t columns);
 // prefix), within uint64_t. nullopt otherwise (strtoull would accept "+1", " 1" and wrap).
 std::optional<uint64_t> ParseDecimalU64(std::string_view text);
 
+// `value` with each control character (below 0x20, and 0x7f) as \xNN, for messages that quote
+// text someone else wrote (a lock holder line, a trust anchor's line).
+std::string EscapeControl(const std::string& value);
+
 }  // namespace wanbackup

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/cancel.h"
+#include "common/text.h"
 #include "store/fs_util.h"
 
 namespace wanbackup::pipeline {
@@ -26,13 +27,14 @@ constexpr const char kSharedLock[] = "lock.shared";
 constexpr const char kReadersDir[] = "readers";
 constexpr auto kRetry = std::chrono::milliseconds(100);
 
+// The first line of a holder file, with control characters shown as \xNN: whoever can write
+// the repository writes these lines, and they end up in messages on a terminal or in a log.
 std::string ReadLine(int fd) {
   char buf[512] = {};
   const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
   std::string s = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0'))
-    s.pop_back();
-  return s;
+  s = s.substr(0, s.find_first_of(std::string("\n\0", 2)));
+  return EscapeControl(s);
 }
 
 void WriteLine(int fd, const std::string& line) {
@@ -147,7 +149,7 @@ class LockWaiter {
 
 // The holder line the last writer left in REPO/lock ("" when there is none to read).
 std::string WriterHolder(const std::string& writer_path) {
-  const int fd = ::open(writer_path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(writer_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::string();
   std::string s = ReadLine(fd);
   ::close(fd);

@@ -92,22 +92,6 @@ Status CheckAnchorValues(const AnchorRecord& r) {
   return Status::Ok();
 }
 
-std::string EscapeControl(const std::string& value) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char c : value) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // One "key value" line into `r`; `seen` holds the single-value keys met so far.

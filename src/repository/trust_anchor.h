@@ -39,8 +39,6 @@ Result<AnchorRecord> DecodeAnchor(const std::string& text);
 // InvalidArgument when a value holds a control character (a newline would start a line of its
 // own): a repository at such a path cannot be recorded.
 Status CheckAnchorValues(const AnchorRecord& record);
-// `value` with each control character as \xNN, for messages.
-std::string EscapeControl(const std::string& value);
 
 // Where anchors live by default (see above); the variable first.
 std::string DefaultSecurityDir();

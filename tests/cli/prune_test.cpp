@@ -342,6 +342,28 @@ TEST_CASE("locks: a second writer is refused with exit 7 naming the holder, or w
   CHECK(SnapshotIds(repo) == std::set<int64_t>{2});
 }
 
+TEST_CASE("locks: a holder line with control characters is quoted escaped, on one line",
+          "[prune][lock]") {
+  TempDir dir("lock-escape");
+  RepoCli repo(dir);
+  Init(repo);
+  // Whoever can write the repository writes the holder line: terminal escapes and a second line.
+  const int fd = ::open((repo.path() + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  const std::string holder = "wanbackup pid 1 on \x1b[31mEVIL\x1b[0m\nforged second line\n";
+  REQUIRE(::ftruncate(fd, 0) == 0);
+  REQUIRE(::pwrite(fd, holder.data(), holder.size(), 0) == static_cast<ssize_t>(holder.size()));
+  const RunResult r = repo.Wb({"prune"});
+  ::close(fd);
+  INFO(r.err);
+  CHECK(r.exit_code == 7);
+  CHECK(r.err.find("wanbackup pid 1 on \\x1b[31mEVIL\\x1b[0m") != std::string::npos);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(r.err.find("forged second line") == std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
 TEST_CASE(
     "locks: a reader keeps prune and forget out and is named, and a killed holder blocks "
     "nobody",
