@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -340,6 +341,36 @@ TEST_CASE("locks: a second writer is refused with exit 7 naming the holder, or w
   ::close(fd);
   CHECK(waiting.Wait(std::chrono::seconds(60)) == 0);
   CHECK(SnapshotIds(repo) == std::set<int64_t>{2});
+}
+
+TEST_CASE("repair: the old catalog is kept beside earlier kept ones, never over them",
+          "[prune][repair]") {
+  TempDir dir("repair-keep");
+  RepoCli repo(dir);
+  Init(repo);
+  TakeVersions(repo, 1);
+  // Catalogs kept by repairs in this second and the next few (two repairs in one second).
+  std::vector<std::string> earlier;
+  const std::time_t now = std::time(nullptr);
+  for (int i = 0; i < 5; ++i) {
+    const std::time_t t = now + i;
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%SZ", &tm);
+    earlier.push_back(repo.catalog() + ".damaged-" + stamp);
+    std::ofstream(earlier.back()) << "kept by an earlier repair " << i;
+  }
+  repo.Ok({"repair", "catalog"});
+  for (size_t i = 0; i < earlier.size(); ++i)
+    CHECK(wanbackup::testing::FileContents(earlier[i]) ==
+          "kept by an earlier repair " + std::to_string(i));
+  size_t kept = 0;
+  for (const auto& e : std::filesystem::directory_iterator(repo.path())) {
+    if (e.path().filename().string().starts_with("catalog.db.damaged-")) ++kept;
+  }
+  CHECK(kept == earlier.size() + 1);
+  CHECK(SnapshotIds(repo) == std::set<int64_t>{1});
 }
 
 TEST_CASE("locks: a holder line with control characters is quoted escaped, on one line",
