@@ -32,6 +32,26 @@ bool ValidId(const std::string& id) {
 }
 
 // mkdir -p with mode 0700 for what it creates; an existing directory is kept as it is.
+// The security directory must be root's or the user's and writable by nobody else: another user
+// who could remove anchors would turn every check back into trust on first use.
+Status CheckOwnDirectory(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return Status::Ok();  // made later, 0700
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return Status::PermissionDenied(
+        "trust anchor directory " + dir + " is owned by uid " + std::to_string(st.st_uid) +
+        ", not root or you: its owner could remove the anchors this client checks "
+        "repositories against (chown it, or set $WANBACKUP_SECURITY_DIR to a directory of yours)");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::PermissionDenied("trust anchor directory " + dir +
+                                    " is writable by group or others: they could remove the "
+                                    "anchors this client checks repositories against (chmod 700 " +
+                                    dir + ")");
+  }
+  return Status::Ok();
+}
+
 Status MakeDirs(const std::string& path) {
   std::string so_far = !path.empty() && path[0] == '/' ? "" : ".";
   std::stringstream parts(path);
@@ -158,6 +178,7 @@ std::string DefaultSecurityDir() {
 
 Result<std::optional<AnchorRecord>> TrustAnchorStore::Load(const std::string& id) const {
   if (!ValidId(id)) return Status::Corruption("'" + id + "' is not a repository id");
+  WB_RETURN_IF_ERROR(CheckOwnDirectory(dir_));
   const std::string path = dir_ + "/" + id + "/" + kAnchorFile;
   Fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
   if (f.fd < 0 && errno == ENOENT) return std::optional<AnchorRecord>();
@@ -216,6 +237,7 @@ Status TrustAnchorStore::Update(
     const std::string& id, const std::function<bool(std::optional<AnchorRecord>&)>& update) const {
   if (!ValidId(id)) return Status::Corruption("'" + id + "' is not a repository id");
   const std::string dir = dir_ + "/" + id;
+  WB_RETURN_IF_ERROR(CheckOwnDirectory(dir_));
   WB_RETURN_IF_ERROR(MakeDirs(dir));
   Fd lock{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
   if (lock.fd < 0) return Status::FromErrno(errno, "opening " + dir);

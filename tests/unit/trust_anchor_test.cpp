@@ -1,9 +1,11 @@
 #include "repository/trust_anchor.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -163,6 +165,32 @@ TEST_CASE("anchor store: anchors are 0600 files in 0700 directories, found by lo
   REQUIRE(self.ok());
   CHECK_FALSE(self->has_value());
   CHECK_FALSE(store.Load("../../etc").ok());
+}
+
+TEST_CASE("anchor store: a directory others can write or own is refused, nothing read or written",
+          "[anchor]") {
+  wanbackup::testing::TempDir dir("anchors-open");
+  const std::string security = dir / "security";
+  REQUIRE(::mkdir(security.c_str(), 0700) == 0);
+  REQUIRE(::chmod(security.c_str(), 0777) == 0);
+  const TrustAnchorStore store(security);
+  auto write = [&store] {
+    return store.Update(kId, [](std::optional<AnchorRecord>& r) {
+      r = Known();
+      return true;
+    });
+  };
+  const wanbackup::Status written = write();
+  CHECK(written.code() == wanbackup::StatusCode::kPermissionDenied);
+  CHECK_THAT(written.message(), Catch::Contains("is writable by group or others"));
+  CHECK(store.Load(kId).status().code() == wanbackup::StatusCode::kPermissionDenied);
+  CHECK_FALSE(std::filesystem::exists(security + "/" + kId));
+  REQUIRE(::chmod(security.c_str(), 0700) == 0);
+  CHECK(write().ok());
+  if (::geteuid() == 0) {
+    REQUIRE(::chown(security.c_str(), 65534, 65534) == 0);
+    CHECK_THAT(store.Load(kId).status().message(), Catch::Contains("is owned by uid 65534"));
+  }
 }
 
 TEST_CASE("anchor file: a location with a newline is never written, so it cannot set a key",
