@@ -167,17 +167,45 @@ Result<ForgetPlan> Plan(pipeline::Repository& repo, const ForgetCommandOptions& 
   return PlanByPolicy(groups, opts);
 }
 
-// Never the last snapshot of a series, unless asked in so many words.
+// Never the last snapshot of a series, nor of a source however the series are grouped
+// (--group-by "" makes one series of every source), unless asked in so many words.
 Status CheckNoSourceEmptied(const ForgetPlan& plan, const ForgetCommandOptions& opts) {
+  if (opts.allow_empty_source) return Status::Ok();
   for (const SeriesDecisions& s : plan.series) {
     const bool keeps_one =
         std::any_of(s.decisions.begin(), s.decisions.end(), [](const auto& d) { return d.keep; });
-    if (!keeps_one && !s.decisions.empty() && !opts.allow_empty_source) {
+    if (!keeps_one && !s.decisions.empty()) {
       return Status::InvalidArgument(
           "this would forget every snapshot of " + SeriesName(s.series, opts.group_by) +
           " (the newest is " + std::to_string(s.decisions.front().snapshot.id) +
           "); keep one, or give --allow-empty-source; nothing was forgotten");
     }
+  }
+  struct Fate {
+    bool kept = false;
+    int64_t newest = 0;
+    std::string name;
+  };
+  std::map<std::string, Fate> sources;            // by identity (jobs/source_identity.h)
+  std::map<std::string, std::string> identities;  // stat once per source name
+  for (const SeriesDecisions& s : plan.series) {
+    for (const pipeline::RetentionDecision& d : s.decisions) {
+      auto [id, added] = identities.try_emplace(d.snapshot.source);
+      if (added) id->second = jobs::SourceIdentity(d.snapshot.source);
+      Fate& f = sources[id->second];
+      f.kept = f.kept || d.keep;
+      if (d.snapshot.id > f.newest) {
+        f.newest = d.snapshot.id;
+        f.name = d.snapshot.source;
+      }
+    }
+  }
+  for (const auto& [identity, f] : sources) {
+    if (f.kept) continue;
+    return Status::InvalidArgument("this would forget every snapshot of source " + f.name +
+                                   " (the newest is " + std::to_string(f.newest) +
+                                   "); keep one, or give --allow-empty-source; nothing was "
+                                   "forgotten");
   }
   return Status::Ok();
 }

@@ -58,5 +58,29 @@ TEST_CASE("forget: a series is one disk and one tag, however the disk's path was
   CHECK(bad.err.find("'host' is not source, tag or job") != std::string::npos);
 }
 
+TEST_CASE("forget: a source's last snapshot needs --allow-empty-source however series are grouped",
+          "[forget]") {
+  TempDir dir("forget-last");
+  RepoCli repo(dir);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string a = dir / "a.img", b = dir / "b.img";
+  WriteNoiseImage(a, 1, 2);
+  WriteNoiseImage(b, 2, 2);
+  repo.Ok({"snapshot", b});  // 1: b's only snapshot
+  repo.Ok({"snapshot", a});  // 2
+  repo.Ok({"snapshot", a});  // 3
+  for (const char* by : {"", "tag"}) {
+    INFO("--group-by '" << by << "'");
+    const RunResult r = repo.Wb({"forget", "--keep-last", "1", "--group-by", by});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "wanbackup: error: this would forget every snapshot of source " + b +
+                       " (the newest is 1); keep one, or give --allow-empty-source; nothing was "
+                       "forgotten\n");
+  }
+  CHECK(Json(repo.Wb({"snapshots", "--json"})).size() == 3);
+  repo.Ok({"forget", "--keep-last", "1", "--group-by", "", "--allow-empty-source"});
+  CHECK(Json(repo.Wb({"snapshots", "--json"})).size() == 1);
+}
+
 }  // namespace
 }  // namespace wanbackup::testing
