@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <tuple>
 
+#include "common/unique_fd.h"
 #include "store/fs_util.h"
 
 namespace wanbackup::pipeline {
@@ -31,9 +32,27 @@ class LocalPackReader final : public PackReader {
   FdPackReader reader_;
 };
 
+// Inside the repository nothing is followed: whoever can write it (a storage admin, a shared
+// mount) could point packs/XX at another repository's packs, which prune would then delete, or a
+// pack at a FIFO, which a reader would wait on forever. So packs/ and its prefix directories are
+// opened O_NOFOLLOW, each step relative to the last, and a pack must be a regular file.
 class LocalPackStore final : public PackStore {
  public:
   explicit LocalPackStore(std::string dir) : dir_(std::move(dir)) {}
+
+  // packs/XX for the pack `name` (or XX itself), opened without following a link.
+  Result<UniqueFd> OpenPrefix(const std::string& prefix) const {
+    UniqueFd top(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!top.valid()) return Status::FromErrno(errno, "opening " + dir_);
+    UniqueFd sub(
+        ::openat(top.get(), prefix.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub.valid() && errno == ELOOP) {
+      return Status::Corruption(dir_ + "/" + prefix +
+                                " is a symlink, not a directory of this repository's packs");
+    }
+    if (!sub.valid()) return Status::FromErrno(errno, "opening " + dir_ + "/" + prefix);
+    return sub;
+  }
 
   Result<std::unique_ptr<PackWriter>> Create(const std::string& name,
                                              const std::string& repository_id) override {
@@ -41,6 +60,7 @@ class LocalPackStore final : public PackStore {
     if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
       return Status::FromErrno(errno, "creating " + prefix);
     }
+    WB_RETURN_IF_ERROR(OpenPrefix(name.substr(0, 2)).status());  // a directory, not a link
     WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> writer,
                         PackWriter::Create(Describe(name), repository_id));
     // The pack's name must survive a power loss as surely as its data will (fdatasync covers
@@ -52,12 +72,23 @@ class LocalPackStore final : public PackStore {
 
   Result<std::unique_ptr<PackReader>> Open(const std::string& name) override {
     const std::string path = Describe(name);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    Result<UniqueFd> dir = OpenPrefix(name.substr(0, 2));
+    if (!dir.ok() && dir.status().code() == StatusCode::kNotFound) {
+      return Status::Corruption("pack file " + path + " is missing");
+    }
+    WB_RETURN_IF_ERROR(dir.status());
+    UniqueFd fd(::openat(dir->get(), (name + ".pack").c_str(),
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid()) {
       if (errno == ENOENT) return Status::Corruption("pack file " + path + " is missing");
+      if (errno == ELOOP) return Status::Corruption("pack file " + path + " is a symlink");
       return Status::FromErrno(errno, "opening " + path);
     }
-    return std::unique_ptr<PackReader>(std::make_unique<LocalPackReader>(fd));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "reading " + path);
+    if (!S_ISREG(st.st_mode))
+      return Status::Corruption("pack file " + path + " is no regular file");
+    return std::unique_ptr<PackReader>(std::make_unique<LocalPackReader>(fd.Release()));
   }
 
   Result<std::vector<StoredPack>> List() override {
@@ -67,14 +98,20 @@ class LocalPackStore final : public PackStore {
     while (dirent* sub = ::readdir(top)) {
       const std::string prefix = sub->d_name;
       if (prefix.size() != 2 || prefix[0] == '.') continue;
-      const std::string dir = dir_ + "/" + prefix;
-      DIR* d = ::opendir(dir.c_str());
+      Result<UniqueFd> dir = OpenPrefix(prefix);
+      if (!dir.ok()) continue;  // a link or no directory holds none of this repository's packs
+      DIR* d = ::fdopendir(dir->get());
       if (d == nullptr) continue;
+      const int owned_by_d = dir->Release();  // closedir closes it
+      (void)owned_by_d;
       while (dirent* e = ::readdir(d)) {
         StoredPack p;
         if (!IsPackFileName(e->d_name, &p.name) || p.name.compare(0, 2, prefix) != 0) continue;
         struct stat st {};
-        if (::stat((dir + "/" + e->d_name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode)) {
+          continue;
+        }
         p.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
         p.size = static_cast<uint64_t>(st.st_size);
         packs.push_back(p);
@@ -90,10 +127,14 @@ class LocalPackStore final : public PackStore {
 
   Status Remove(const std::string& name) override {
     const std::string path = Describe(name);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    Result<UniqueFd> dir = OpenPrefix(name.substr(0, 2));
+    if (!dir.ok() && dir.status().code() == StatusCode::kNotFound) return Status::Ok();
+    WB_RETURN_IF_ERROR(dir.status());
+    if (::unlinkat(dir->get(), (name + ".pack").c_str(), 0) != 0 && errno != ENOENT) {
       return Status::FromErrno(errno, "removing " + path);
     }
-    return SyncDir(dir_ + "/" + name.substr(0, 2));
+    if (::fsync(dir->get()) != 0) return Status::FromErrno(errno, "flushing " + dir_);
+    return Status::Ok();
   }
 
   std::string Describe(const std::string& name) const override {

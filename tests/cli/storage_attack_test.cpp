@@ -9,6 +9,7 @@
 // - a pack removed under a chunk a new snapshot finds by dedup; a forged record header before
 //   `repair catalog`; config.json's code written differently.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -377,3 +378,68 @@ TEST_CASE("storage attack: an Argon2id cost above the ceiling is refused before 
   CHECK(r.err.find("out of range") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
+
+namespace {
+
+// The packs of a repository, by path.
+std::vector<std::filesystem::path> PackFiles(const std::string& repo) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo + "/packs")) {
+    if (e.is_regular_file()) out.push_back(e.path());
+  }
+  return out;
+}
+
+TEST_CASE(
+    "storage attack: packs/XX planted as a link to another repository's packs is not pruned "
+    "through",
+    "[storage]") {
+  TempDir dir("planted-prefix");
+  RepoCli victim(dir);
+  victim.Ok({"init", "--key-file", victim.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 1, 2);
+  victim.Ok({"snapshot", image});
+  const auto kept = TreeContents(victim.path());
+  // A second repository whose storage the attacker writes: each of the victim's pack
+  // directories linked in where that repository has none.
+  const std::string shared = dir / "shared", shared_key = dir / "shared.key";
+  victim.Ok({"init", shared, "--key-file", shared_key, "--chunk-size", "64K"});
+  victim.Ok({"snapshot", image, "--repo", shared, "--key-file", shared_key});
+  int planted = 0;
+  for (const auto& pack : PackFiles(victim.path())) {
+    const std::filesystem::path prefix = pack.parent_path();
+    const std::string at = shared + "/packs/" + prefix.filename().string();
+    if (std::filesystem::exists(at)) continue;
+    std::filesystem::create_directory_symlink(prefix, at);
+    ++planted;
+  }
+  REQUIRE(planted > 0);
+  victim.Ok({"prune", "--repo", shared, "--key-file", shared_key, "--max-unused", "0"});
+  CHECK(TreeContents(victim.path()) == kept);
+  victim.Ok({"verify"});
+}
+
+TEST_CASE("storage attack: a pack replaced by a FIFO is refused at once, nothing hangs",
+          "[storage]") {
+  TempDir dir("fifo-pack");
+  RepoCli repo(dir);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 1, 2);
+  repo.Ok({"snapshot", image});
+  const std::vector<std::filesystem::path> packs = PackFiles(repo.path());
+  REQUIRE(packs.size() == 1);
+  std::filesystem::remove(packs[0]);
+  REQUIRE(::mkfifo(packs[0].c_str(), 0600) == 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"restore", "1", "--to", dir / "back.img"},
+        std::vector<std::string>{"verify"}}) {
+    const RunResult r = repo.Wb(args);  // a hang would end in the runner's timeout, not 3
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find(packs[0].string() + " is no regular file") != std::string::npos);
+  }
+}
+
+}  // namespace
