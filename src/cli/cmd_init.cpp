@@ -24,6 +24,30 @@ struct InitCommandOptions {
   bool json = false;
 };
 
+// How the new repository at `path` is locked: no encryption (asked for in so many words), a key
+// file (checked before it is made), or a new passphrase.
+Status ChooseCredentials(RepoFlags flags, const std::string& path, pipeline::InitOptions* init) {
+  if (flags.insecure_no_encryption) {
+    if (!flags.key_file.empty() || !flags.password_file.empty()) {
+      return Status::InvalidArgument("--insecure-no-encryption takes no passphrase or key file");
+    }
+    init->mode = pipeline::EncryptionMode::kNone;
+    return Status::Ok();
+  }
+  flags = WithEnvironment(flags);
+  if (!flags.key_file.empty()) {
+    WB_RETURN_IF_ERROR(CheckNewKeyFile("--key-file", flags.key_file, path));
+    init->mode = pipeline::EncryptionMode::kKeyFile;
+    init->credentials.key_file = flags.key_file;
+    return Status::Ok();
+  }
+  init->mode = pipeline::EncryptionMode::kPassphrase;
+  WB_ASSIGN_OR_RETURN(init->credentials.passphrase,
+                      ReadNewPassphrase(flags.password_file, "WANBACKUP_PASSWORD",
+                                        "Passphrase for the new repository: "));
+  return Status::Ok();
+}
+
 Status RunInit(InitCommandOptions opts) {
   if (!opts.repo_positional.empty()) {
     if (!opts.repo.repo.empty() && opts.repo.repo != opts.repo_positional) {
@@ -37,24 +61,7 @@ Status RunInit(InitCommandOptions opts) {
   WB_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(opts.chunk_size));
   init.chunk_size = static_cast<uint32_t>(std::min<uint64_t>(chunk, UINT32_MAX));
   init.zstd_level = opts.compression;
-  if (opts.repo.insecure_no_encryption) {
-    if (!opts.repo.key_file.empty() || !opts.repo.password_file.empty()) {
-      return Status::InvalidArgument("--insecure-no-encryption takes no passphrase or key file");
-    }
-    init.mode = pipeline::EncryptionMode::kNone;
-  } else {
-    opts.repo = WithEnvironment(opts.repo);
-    if (!opts.repo.key_file.empty()) {
-      WB_RETURN_IF_ERROR(CheckNewKeyFile("--key-file", opts.repo.key_file, path));
-      init.mode = pipeline::EncryptionMode::kKeyFile;
-      init.credentials.key_file = opts.repo.key_file;
-    } else {
-      init.mode = pipeline::EncryptionMode::kPassphrase;
-      WB_ASSIGN_OR_RETURN(init.credentials.passphrase,
-                          ReadNewPassphrase(opts.repo.password_file, "WANBACKUP_PASSWORD",
-                                            "Passphrase for the new repository: "));
-    }
-  }
+  WB_RETURN_IF_ERROR(ChooseCredentials(opts.repo, path, &init));
   WB_RETURN_IF_ERROR(pipeline::Repository::Init(path, init));
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   // This client made it: the location is this repository's from now on (repository_trust.h).
@@ -72,13 +79,13 @@ Status RunInit(InitCommandOptions opts) {
     std::string enc = config.mode == pipeline::EncryptionMode::kPassphrase
                           ? "passphrase (Argon2id), XChaCha20-Poly1305"
                       : config.mode == pipeline::EncryptionMode::kKeyFile
-                          ? "key file " + opts.repo.key_file + ", XChaCha20-Poly1305"
+                          ? "key file " + init.credentials.key_file + ", XChaCha20-Poly1305"
                           : "NONE (anyone who can read the repository can read the data)";
     PrintInfo("created repository " + path + " (id " + config.id.substr(0, 8) + "): chunks of " +
               FormatBytes(config.chunk_size) + ", zstd level " + std::to_string(config.zstd_level) +
               ", encryption " + enc);
     if (config.mode == pipeline::EncryptionMode::kKeyFile) {
-      PrintWarning("keep a copy of " + opts.repo.key_file +
+      PrintWarning("keep a copy of " + init.credentials.key_file +
                    " somewhere safe: without it the repository cannot be read");
     } else if (config.mode == pipeline::EncryptionMode::kPassphrase) {
       PrintInfo("keep the passphrase safe: without it the repository cannot be read");

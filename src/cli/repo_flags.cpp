@@ -229,11 +229,15 @@ Status RefuseWorldWritable(const std::string& path) {
     if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      return Status::PermissionDenied(
-          dir + ": writable by anyone (mode " + mode +
+      std::string why = dir;
+      why += ": writable by anyone (mode ";
+      why += mode;
+      why +=
           "): another user could plant links there that make this command write or delete "
-          "outside the repository; chmod o-w " +
-          dir + ". Nothing was changed");
+          "outside the repository; chmod o-w ";
+      why += dir;
+      why += ". Nothing was changed";
+      return Status::PermissionDenied(why);
     }
   }
   return Status::Ok();

@@ -88,9 +88,13 @@ Status CheckNamedPath(const std::string& path) {
     if (::lstat(prefix.c_str(), &st) != 0) return Status::FromErrno(errno, prefix);
     if (S_ISLNK(st.st_mode)) {
       if (!TrustedOwner(st.st_uid)) {
-        return Status::PermissionDenied(prefix + ": a symlink owned by uid " +
-                                        std::to_string(st.st_uid) +
-                                        ", not root or you (it leads to " + path + ")");
+        std::string why = prefix;
+        why += ": a symlink owned by uid ";
+        why += std::to_string(st.st_uid);
+        why += ", not root or you (it leads to ";
+        why += path;
+        why += ")";
+        return Status::PermissionDenied(why);
       }
     } else if (S_ISDIR(st.st_mode)) {
       WB_RETURN_IF_ERROR(CheckDirectory(prefix, st, path));

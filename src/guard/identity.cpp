@@ -68,7 +68,7 @@ uint64_t WholeDisk(dev_t dev) {
 // partition of a loop device (loop0p1); "" when it is neither or its file was deleted.
 std::string LoopBackingFile(dev_t rdev) {
   const uint64_t whole = WholeDisk(rdev);
-  const std::string file =
+  std::string file =
       SysLine(SysBlock(whole != 0 ? static_cast<dev_t>(whole) : rdev) + "/loop/backing_file");
   if (file.ends_with(" (deleted)")) return "";
   return file;
@@ -143,7 +143,7 @@ bool LooksLikeRepository(const fs::path& dir) {
 // a pack's magic, config.json's keys, the catalog's tables in its first pages).
 std::string RepositoryFileByContent(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string head(64 * 1024, '\0');
+  std::string head(size_t{64} * 1024, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
   if (head.starts_with("WBPACK01")) return "a pack";

@@ -439,9 +439,10 @@ Status Repository::InstallCatalog(const std::string& built_path, std::string* ke
       if (ch == ':') ch = '-';
     }
     // Never over an earlier kept catalog (two repairs in one second): -2, -3, ...
-    *kept_as = target + ".damaged-" + stamp;
+    const std::string base = target + ".damaged-" + stamp;
+    *kept_as = base;
     for (int n = 2; ::lstat(kept_as->c_str(), &st) == 0; ++n)
-      *kept_as = target + ".damaged-" + stamp + "-" + std::to_string(n);
+      *kept_as = base + "-" + std::to_string(n);
     if (::rename(target.c_str(), kept_as->c_str()) != 0) {
       return Status::FromErrno(errno, "moving the old catalog aside");
     }

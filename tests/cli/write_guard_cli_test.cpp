@@ -497,8 +497,8 @@ TEST_CASE(
     const std::string link = s.dir / ("link-" + std::filesystem::path(file).filename().string());
     REQUIRE(::link(file.c_str(), link.c_str()) == 0);
     INFO(link);
-    CheckRefused(s.repo.Wb({"replicate", "1", "--to", link, "--force"}),
-                 link + " is a file of a wanbackup repository (by its content: " + what);
+    const std::string says = " is a file of a wanbackup repository (by its content: " + what;
+    CheckRefused(s.repo.Wb({"replicate", "1", "--to", link, "--force"}), link + says);
     CheckRefused(s.repo.Wb({"restore", "1", "--to", link, "--force"}), "(by its content: " + what);
   }
   CHECK(TreeContents(other) == kept);

@@ -19,7 +19,7 @@ namespace {
 std::string SharedBase() {
   std::ostringstream name;
   name << "/var/tmp/wanbackup-tests." << std::hex << std::hash<std::string>{}(WB_TEST_TMP_DIR);
-  const std::string base = name.str();
+  std::string base = name.str();
   ::mkdir(base.c_str(), 0755);  // EEXIST: made by an earlier test
   struct stat st {};
   // /var/tmp is writable by everyone: use the directory only if it is root's own, as made here.
