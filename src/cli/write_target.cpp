@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "guard/identity.h"
@@ -18,6 +19,33 @@
 
 namespace wanbackup::cli {
 namespace {
+
+constexpr char kOnlyOwnSource[] =
+    "--overwrite-source rolls back only the restored snapshot's own source";
+
+// What a snapshot's source is, looked up once per name however many snapshots share it.
+class SourceIdentities {
+ public:
+  const guard::Identity& Of(const std::string& source) {
+    auto [it, added] = known_.try_emplace(source);
+    if (added) it->second = guard::Identify(source);
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, guard::Identity> known_;
+};
+
+guard::Protected SnapshotSource(const guard::Identity& source, std::string what, bool overridable,
+                                std::string hint) {
+  guard::Protected p;
+  p.rule = guard::Rule::kSnapshotSource;
+  p.identity = source;
+  p.what = std::move(what);
+  p.overridable = overridable;
+  p.hint = std::move(hint);
+  return p;
+}
 
 // The sources of the repository's snapshots: complete ones, and ones running now (a "running"
 // row counts only while another process holds the writer lock: a killed run leaves its row).
@@ -30,7 +58,7 @@ Status AddSnapshotSources(pipeline::Repository& repo, bool holds_writer_lock,
                           std::vector<guard::Protected>* protect) {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(true));
   std::optional<bool> writer;  // asked only when a running row needs the answer (repo_lock.h)
-  std::map<std::string, guard::Identity> known;  // one lookup per source, not per snapshot
+  SourceIdentities sources;
   for (const catalog::SnapshotInfo& s : all) {
     bool running = false;
     if (s.status == catalog::SnapshotStatus::kRunning && !holds_writer_lock) {
@@ -38,18 +66,14 @@ Status AddSnapshotSources(pipeline::Repository& repo, bool holds_writer_lock,
       running = *writer;
     }
     if (s.status != catalog::SnapshotStatus::kComplete && !running) continue;
-    auto [it, added] = known.try_emplace(s.source);
-    if (added) it->second = guard::Identify(s.source);
-    guard::Protected p;
-    p.rule = guard::Rule::kSnapshotSource;
-    p.identity = it->second;
-    p.what = "the source of snapshot " + std::to_string(s.id) + (running ? ", running now" : "");
-    p.overridable = !running && restored && guard::Same(it->second, *restored);
-    p.hint = running    ? "wait for it to finish"
-             : restored ? "--overwrite-source rolls back only the restored snapshot's own source"
-                        : "a replica is a standby copy, never a disk this repository backs up (to "
-                          "roll that disk back, 'wanbackup restore --overwrite-source')";
-    protect->push_back(p);
+    const guard::Identity& source = sources.Of(s.source);
+    protect->push_back(SnapshotSource(
+        source, "the source of snapshot " + std::to_string(s.id) + (running ? ", running now" : ""),
+        !running && restored && guard::Same(source, *restored),
+        running    ? "wait for it to finish"
+        : restored ? kOnlyOwnSource
+                   : "a replica is a standby copy, never a disk this repository backs up (to "
+                     "roll that disk back, 'wanbackup restore --overwrite-source')"));
   }
   return Status::Ok();
 }
@@ -116,18 +140,14 @@ void AddKnownRepositories(const std::string& except, const guard::Identity& to,
       if (!cat.ok()) continue;
       const Result<std::vector<catalog::SnapshotInfo>> snapshots = (*cat)->Snapshots(false);
       if (!snapshots.ok()) continue;
-      std::map<std::string, guard::Identity> known;  // one lookup per source
+      SourceIdentities sources;
       for (const catalog::SnapshotInfo& s : *snapshots) {
-        auto [it, added] = known.try_emplace(s.source);
-        if (added) it->second = guard::Identify(s.source);
-        guard::Protected p;
-        p.rule = guard::Rule::kSnapshotSource;
-        p.identity = it->second;
-        p.what = "the source of snapshot " + std::to_string(s.id) + " of repository " + location;
-        p.overridable = restored && guard::Same(it->second, *restored);
-        p.hint = restored ? "--overwrite-source rolls back only the restored snapshot's own source"
-                          : "a disk another repository backs up is never a destination";
-        protect->push_back(p);
+        const guard::Identity& source = sources.Of(s.source);
+        protect->push_back(SnapshotSource(
+            source, "the source of snapshot " + std::to_string(s.id) + " of repository " + location,
+            restored && guard::Same(source, *restored),
+            restored ? kOnlyOwnSource
+                     : "a disk another repository backs up is never a destination"));
       }
     }
   }
