@@ -217,34 +217,6 @@ Status CheckRepositoryBeforeUse(const RepoFlags& flags) {
   return CheckConfigBeforeUse(flags, path, config, anchors, pipeline::CanonicalLocation(path));
 }
 
-namespace {
-
-// A command that writes a repository refuses one whose directory, or packs/, anybody may
-// write (mode o+w, not sticky): another user could plant links there that make root write or
-// delete outside the repository (prune removes what it finds in packs/).
-Status RefuseWorldWritable(const std::string& path) {
-  for (const std::string& dir : {path, path + "/packs"}) {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      std::string why = dir;
-      why += ": writable by anyone (mode ";
-      why += mode;
-      why +=
-          "): another user could plant links there that make this command write or delete "
-          "outside the repository; chmod o-w ";
-      why += dir;
-      why += ". Nothing was changed";
-      return Status::PermissionDenied(why);
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status CheckNewRepositoryPlace(const std::string& path) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
@@ -258,7 +230,6 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
                                                              pipeline::OpenMode mode,
                                                              pipeline::Credentials* used) {
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(flags));
-  if (mode != pipeline::OpenMode::kRead) WB_RETURN_IF_ERROR(RefuseWorldWritable(path));
   pipeline::LockOptions lock;
   lock.command = flags.command.empty() ? "wanbackup" : flags.command;
   Result<std::chrono::nanoseconds> wait = ParseDuration(flags.lock_wait, "s");

@@ -9,6 +9,7 @@
 
 #include <climits>
 
+#include "common/read_file.h"
 #include "common/unique_fd.h"
 
 namespace wanbackup {
@@ -48,7 +49,7 @@ Status CheckDirectory(const std::string& dir, const struct stat& st, const std::
     why += Mode(st.st_mode);
     why += "), so ";
     why += file;
-    why += " in it could be replaced; move the file or chmod go-w ";
+    why += " in it could be replaced; move it or chmod go-w ";
     why += dir;
     return Status::PermissionDenied(why);
   }
@@ -69,8 +70,9 @@ Status CheckDirectories(std::string dir, const std::string& file) {
 
 // The path as named, before any symlink is resolved: each directory on it passes
 // CheckDirectory, and each symlink on it is root's or ours (another user's link, in their own
-// directory, could be pointed elsewhere between the check and the open).
-Status CheckNamedPath(const std::string& path) {
+// directory, could be pointed elsewhere between the check and the open). `what` is what the
+// path holds, for messages.
+Status CheckNamedPath(const std::string& path, const std::string& what) {
   std::string absolute = path;
   if (path.empty() || path[0] != '/') {
     char cwd[PATH_MAX];
@@ -92,12 +94,12 @@ Status CheckNamedPath(const std::string& path) {
         why += ": a symlink owned by uid ";
         why += std::to_string(st.st_uid);
         why += ", not root or you (it leads to ";
-        why += path;
+        why += what;
         why += ")";
         return Status::PermissionDenied(why);
       }
     } else if (S_ISDIR(st.st_mode)) {
-      WB_RETURN_IF_ERROR(CheckDirectory(prefix, st, path));
+      WB_RETURN_IF_ERROR(CheckDirectory(prefix, st, what));
     }
   }
   return Status::Ok();
@@ -139,7 +141,7 @@ Status CheckTrustedFile(const std::string& path, const struct stat& st, TrustedF
         path);
   }
   // The directories the path names, and those its symlinks lead to.
-  WB_RETURN_IF_ERROR(CheckNamedPath(path));
+  WB_RETURN_IF_ERROR(CheckNamedPath(path, path));
   const std::string given_dir = Resolved(Parent(path));
   const std::string resolved = Resolved(path);
   if (given_dir.empty() || resolved.empty()) return Status::FromErrno(errno, path);
@@ -149,6 +151,14 @@ Status CheckTrustedFile(const std::string& path, const struct stat& st, TrustedF
   return Status::Ok();
 }
 
+Status CheckTrustedDirectory(const std::string& dir, const std::string& what) {
+  // "DIR/." walks every component of DIR as named (the last one, ".", is not looked at).
+  WB_RETURN_IF_ERROR(CheckNamedPath(dir + "/.", what));
+  const std::string resolved = Resolved(dir);
+  if (resolved.empty()) return Status::FromErrno(errno, dir);
+  return CheckDirectories(resolved, what);
+}
+
 Result<std::string> ReadTrustedFile(const std::string& path, TrustedFile kind) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return Status::FromErrno(errno, path);
@@ -156,15 +166,7 @@ Result<std::string> ReadTrustedFile(const std::string& path, TrustedFile kind) {
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, path);
   WB_RETURN_IF_ERROR(CheckTrustedFile(path, st, kind));
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
-  std::string text;
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "reading " + path);
-    if (n == 0) return text;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  return ReadToEnd(fd.get(), path);
 }
 
 }  // namespace wanbackup

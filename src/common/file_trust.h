@@ -35,6 +35,12 @@ enum class TrustedFile {
 [[nodiscard]] Status CheckTrustedFile(const std::string& path, const struct stat& st,
                                       TrustedFile kind);
 
+// Checks the directory `dir` as a place root may write in: it, every directory above it up to /
+// (as named and as its symlinks resolve) and every symlink on the way, by the rule above; `what`
+// (e.g. "repository /srv/r") says in the message what the directory holds. PermissionDenied
+// when one fails, NotFound when `dir` is missing.
+[[nodiscard]] Status CheckTrustedDirectory(const std::string& dir, const std::string& what);
+
 // The whole text of the regular file `path`, read through the one descriptor the check above
 // judged (never a second lookup by name, which a swap could win). NotFound, PermissionDenied
 // (the check), InvalidArgument (not a regular file) or an I/O error.

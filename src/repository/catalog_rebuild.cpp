@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/unique_fd.h"
 #include "repository/head.h"
 #include "repository/pack_record.h"
 #include "repository/record.h"
@@ -301,8 +302,11 @@ Result<RebuildReport> Rebuilder::Run() {
   for (const PackFile& p : packs)
     bytes_total_ += p.size;
   {
+    // Made here, new and 0600, before SQLite opens it: never an existing file or a link.
+    const UniqueFd made(
+        ::open(built.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!made.valid()) return Status::FromErrno(errno, "creating " + built);
     WB_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Open(built, true));
-    ::chmod(built.c_str(), 0600);
     WB_ASSIGN_OR_RETURN(auto txn, catalog_->Begin());
     for (const PackFile& p : packs)
       WB_RETURN_IF_ERROR(IndexPack(p));

@@ -15,6 +15,7 @@
 
 #include "common/cancel.h"
 #include "common/text.h"
+#include "common/unique_fd.h"
 #include "store/fs_util.h"
 
 namespace wanbackup::pipeline {
@@ -42,26 +43,52 @@ void WriteLine(int fd, const std::string& line) {
 }
 
 // Opens (creating, 0600) a lock file, never through a symlink (root must not write where a link
-// planted in a shared repository points); read-only where it cannot be created or written.
+// planted in a shared repository points) nor from a FIFO (a planted one would block); read-only
+// where it cannot be created or written.
 int OpenLockFile(const std::string& path, bool* read_only) {
   *read_only = false;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0) return fd;
-  const int err = errno;
-  fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    const int err = errno;
+    fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid()) {
+      errno = err;
+      return -1;
+    }
     *read_only = true;
-    return fd;
   }
-  errno = err;
-  return -1;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    errno = EINVAL;  // "Invalid argument": not a lock file wanbackup made
+    return -1;
+  }
+  return fd.Release();
+}
+
+// REPO/readers, made if missing, opened without following a link planted in its place: reader
+// lines are made and stale ones removed only in the directory itself. -1 when it cannot be had.
+int OpenReadersDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
+  return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+// A regular file `name` in the directory `dir_fd`, opened read-write without following a link
+// or blocking on a FIFO; -1 otherwise.
+int OpenReaderLine(int dir_fd, const std::string& name, int create_flags) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(),
+                       O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | create_flags, 0600));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  return fd.Release();
 }
 
 // The readers still holding their line in REPO/readers/; stale lines are removed.
 std::string LiveReaders(const std::string& dir) {
   std::string who;
   int count = 0;
-  DIR* d = ::opendir(dir.c_str());
+  const UniqueFd dir_fd(OpenReadersDir(dir));
+  if (!dir_fd.valid()) return who;
+  DIR* d = ::fdopendir(::dup(dir_fd.get()));
   if (d == nullptr) return who;
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
@@ -69,17 +96,13 @@ std::string LiveReaders(const std::string& dir) {
   }
   ::closedir(d);
   for (const std::string& name : names) {
-    std::string path = dir;
-    path += "/";
-    path += name;
-    const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      ::unlink(path.c_str());  // its reader is gone
+    const UniqueFd fd(OpenReaderLine(dir_fd.get(), name, 0));
+    if (!fd.valid()) continue;
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      ::unlinkat(dir_fd.get(), name.c_str(), 0);  // its reader is gone
     } else if (++count <= 3) {
-      who += (who.empty() ? "" : "; ") + ReadLine(fd);
+      who += (who.empty() ? "" : "; ") + ReadLine(fd.get());
     }
-    ::close(fd);
   }
   if (count > 3) who += "; and " + std::to_string(count - 3) + " more";
   return who;
@@ -89,7 +112,7 @@ std::string LiveReaders(const std::string& dir) {
 
 bool WriterRunning(const std::string& repo_path) {
   const std::string path = repo_path + "/lock";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   // Shared: it conflicts with a writer's exclusive lock, works on a read-only descriptor (also
   // where flock is emulated with byte-range locks, NFS), and two probes do not block each other.
@@ -158,17 +181,15 @@ std::string WriterHolder(const std::string& writer_path) {
 
 // This reader's line in REPO/readers/ (created, flocked, holding the holder line), so that a
 // writer kept waiting can name it. Returns its descriptor, or -1 where it cannot be kept.
-int AddReaderLine(const std::string& dir, const std::string& command, std::string* path) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
+int AddReaderLine(int dir_fd, const std::string& command, std::string* name) {
   static int serial = 0;
-  *path = dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
-  const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-    WriteLine(fd, HolderLine(command));
-    return fd;
-  }
-  if (fd >= 0) ::close(fd);
-  return -1;
+  *name = std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".reader";
+  UniqueFd fd(OpenReaderLine(dir_fd, *name, O_CREAT | O_EXCL));
+  // A line a killed reader with this pid left: ours once nobody holds it.
+  if (!fd.valid() && errno == EEXIST) fd = UniqueFd(OpenReaderLine(dir_fd, *name, 0));
+  if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return -1;
+  WriteLine(fd.get(), HolderLine(command));
+  return fd.Release();
 }
 
 }  // namespace
@@ -198,7 +219,13 @@ Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo_path
     }
     // Only an exclusive writer holds it exclusively, and it holds REPO/lock too.
     WB_RETURN_IF_ERROR(waiter.Take(lock->shared_fd_, LOCK_SH, writer_holder));
-    if (!read_only) lock->reader_fd_ = AddReaderLine(readers, options.command, &lock->reader_path_);
+    if (!read_only) {
+      lock->readers_dir_fd_ = OpenReadersDir(readers);
+      if (lock->readers_dir_fd_ >= 0) {
+        lock->reader_fd_ =
+            AddReaderLine(lock->readers_dir_fd_, options.command, &lock->reader_name_);
+      }
+    }
     return lock;
   }
   lock->writer_fd_ = OpenLockFile(writer_path, &read_only);
@@ -218,9 +245,11 @@ Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo_path
 
 RepoLock::~RepoLock() {
   if (reader_fd_ >= 0) {
-    ::unlink(reader_path_.c_str());  // before the lock goes, so nobody takes a live line as stale
+    // Before the lock goes, so nobody takes a live line as stale.
+    ::unlinkat(readers_dir_fd_, reader_name_.c_str(), 0);
     ::close(reader_fd_);
   }
+  if (readers_dir_fd_ >= 0) ::close(readers_dir_fd_);
   if (shared_fd_ >= 0) ::close(shared_fd_);
   if (writer_fd_ >= 0) ::close(writer_fd_);
 }

@@ -45,10 +45,11 @@ class RepoLock {
  private:
   RepoLock() = default;
   LockKind kind_ = LockKind::kShared;
-  int writer_fd_ = -1;  // REPO/lock
-  int shared_fd_ = -1;  // REPO/lock.shared
-  int reader_fd_ = -1;  // REPO/readers/<host>-<pid>-<n>
-  std::string reader_path_;
+  int writer_fd_ = -1;       // REPO/lock
+  int shared_fd_ = -1;       // REPO/lock.shared
+  int readers_dir_fd_ = -1;  // REPO/readers, opened O_NOFOLLOW
+  int reader_fd_ = -1;       // REPO/readers/<pid>-<n>.reader
+  std::string reader_name_;
 };
 
 // Whether some process holds REPO/lock now (a writer is running). false when the lock file

@@ -18,8 +18,10 @@
 
 #include "catalog/catalog_probe.h"
 #include "common/atomic_file.h"
+#include "common/read_file.h"
 #include "repository/internal/config_json.h"
 #include "repository/record.h"
+#include "repository/repository_place.h"
 #include "store/fs_util.h"
 
 namespace wanbackup::pipeline {
@@ -212,21 +214,22 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
 
 Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
   const std::string config_path = Join(path, kConfigName);
-  std::ifstream in(config_path);
-  if (!in) {
+  // Never through a link or from a FIFO planted in its place (a repository another user owns).
+  Result<std::string> text = ReadRegularFile(config_path);
+  if (text.status().code() == StatusCode::kNotFound) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return Status::NotFound("no repository at " + path);
     return Status::NotFound(path + " is not a wanbackup repository (no " + kConfigName + ")");
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseRepositoryConfig(text.str(), config_path);
+  if (!text.ok()) return text.status();
+  return ParseRepositoryConfig(*text, config_path);
 }
 
 Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
                                                      const Credentials& credentials, OpenMode mode,
                                                      const LockOptions& lock) {
   WB_RETURN_IF_ERROR(InitCrypto());
+  if (mode != OpenMode::kRead && !ReadOnlyDir(path)) WB_RETURN_IF_ERROR(CheckPlaceForWriting(path));
   std::unique_ptr<Repository> repo(new Repository());
   repo->path_ = path;
   repo->store_ = NewLocalPackStore(Join(path, "packs"));

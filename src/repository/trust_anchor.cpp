@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/read_file.h"
 #include "common/text.h"
 #include "store/fs_util.h"
 
@@ -180,18 +181,10 @@ Result<std::optional<AnchorRecord>> TrustAnchorStore::Load(const std::string& id
   if (!ValidId(id)) return Status::Corruption("'" + id + "' is not a repository id");
   WB_RETURN_IF_ERROR(CheckOwnDirectory(dir_));
   const std::string path = dir_ + "/" + id + "/" + kAnchorFile;
-  Fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
+  Fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
   if (f.fd < 0 && errno == ENOENT) return std::optional<AnchorRecord>();
   if (f.fd < 0) return Status::FromErrno(errno, "reading " + path);
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "reading " + path);
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  WB_ASSIGN_OR_RETURN(const std::string text, ReadToEnd(f.fd, path));
   Result<AnchorRecord> r = DecodeAnchor(text);
   if (!r.ok()) {
     return Status::Corruption("trust anchor " + path + ": " + r.status().message() +

@@ -62,11 +62,9 @@ struct GuardRepo {
   }
 };
 
-void CheckRefused(const RunResult& r, const std::string& says) {
-  INFO("exit " << r.exit_code << "\nstderr: " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains(says));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+// Refused as a usage error (exit 2), in one line that says `says`.
+void GuardRefused(const RunResult& r, const std::string& says) {
+  CheckOneLineError(r, 2, says);
 }
 
 TEST_CASE("write guard: replicate to the repository's config.json is refused and it is intact",
@@ -75,7 +73,7 @@ TEST_CASE("write guard: replicate to the repository's config.json is refused and
   const auto before = s.State();
   for (const std::string& to : s.Aliases(s.repo.path() + "/config.json", "config")) {
     INFO(to);
-    CheckRefused(s.repo.Wb({"replicate", "latest", "--to", to, "--repo", s.repo.path()}),
+    GuardRefused(s.repo.Wb({"replicate", "latest", "--to", to, "--repo", s.repo.path()}),
                  "is a file of repository " + s.repo.path());
   }
   CHECK(s.State() == before);
@@ -93,7 +91,7 @@ TEST_CASE("write guard: restore --force over the catalog or a pack is refused an
   targets.push_back(s.repo.path() + "/packs/new.img");  // a new file inside it
   for (const std::string& to : targets) {
     INFO(to);
-    CheckRefused(s.repo.Wb({"restore", "1", "--to", to, "--force"}),
+    GuardRefused(s.repo.Wb({"restore", "1", "--to", to, "--force"}),
                  "is a file of repository " + s.repo.path());
   }
   CHECK(s.State() == before);
@@ -123,9 +121,9 @@ TEST_CASE(
                           << "[jobs.production]\nrepository = \"other\"\nsource = \"" << production
                           << "\"\n";
     REQUIRE(::chmod(config.c_str(), 0600) == 0);
-    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+    GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                  "is the source of job production");
-    CheckRefused(s.repo.Wb({"run", "disk", "--config", config}), "is the source of job production");
+    GuardRefused(s.repo.Wb({"run", "disk", "--config", config}), "is the source of job production");
   }
   CHECK(FileContents(production) == kept);
 }
@@ -140,9 +138,9 @@ TEST_CASE("write guard: a job that replicates into a repository of its config is
                         << "/./catalog.db\"]\n";
   REQUIRE(::chmod(config.c_str(), 0600) == 0);
   const auto before = s.State();
-  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+  GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                "is a file of repository " + s.repo.path());
-  CheckRefused(s.repo.Wb({"run", "disk", "--config", config}),
+  GuardRefused(s.repo.Wb({"run", "disk", "--config", config}),
                "is a file of repository " + s.repo.path());
   CHECK(s.State() == before);
   // A ./ alias of the job's own source: the dry run refuses what the run refuses.
@@ -150,7 +148,7 @@ TEST_CASE("write guard: a job that replicates into a repository of its config is
                         << s.repo.key() << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \""
                         << s.image << "\"\nreplicate_to = [\"" << s.dir.path()
                         << "/./disk.img\"]\n";
-  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+  GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                "is the source of job disk");
   CHECK(s.State() == before);
 }
@@ -199,9 +197,9 @@ TEST_CASE(
     expected += textfile;
     expected += "' ";
     expected += says;
-    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}), expected);
+    GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}), expected);
     if (textfile == cases[0].first) {  // the run loads the file as the dry run does
-      CheckRefused(s.repo.Wb({"run", "disk", "--config", config}), says);
+      GuardRefused(s.repo.Wb({"run", "disk", "--config", config}), says);
     }
     CHECK(FileContents(config) == kept);
   }
@@ -219,7 +217,7 @@ TEST_CASE(
   s.repo.Ok({"snapshot", other});  // snapshot 2, another series
   const auto before = s.State();
   const std::string kept = FileContents(other);
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", other, "--force", "--overwrite-source"}),
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", other, "--force", "--overwrite-source"}),
                "is the source of snapshot 2; --overwrite-source rolls back only the restored "
                "snapshot's own source");
   CHECK(FileContents(other) == kept);
@@ -249,11 +247,11 @@ TEST_CASE(
     "[guard]") {
   GuardRepo s;
   const auto before = s.State();
-  CheckRefused(WithStdoutOn(s.repo, s.image, {"restore", "1", "--to", "-"}),
+  GuardRefused(WithStdoutOn(s.repo, s.image, {"restore", "1", "--to", "-"}),
                "standard output is the source of snapshot 1");
-  CheckRefused(WithStdoutOn(s.repo, s.repo.catalog(), {"restore", "1", "--to", "-"}),
+  GuardRefused(WithStdoutOn(s.repo, s.repo.catalog(), {"restore", "1", "--to", "-"}),
                "standard output is a file of repository " + s.repo.path());
-  CheckRefused(WithStdoutOn(s.repo, s.image, {"copy", s.image, "-"}),
+  GuardRefused(WithStdoutOn(s.repo, s.image, {"copy", s.image, "-"}),
                "standard output is the source of this copy");
   CHECK(s.State() == before);
   // A file that is none of those is written.
@@ -281,9 +279,9 @@ TEST_CASE(
   };
   for (const std::vector<std::string>& args : commands) {
     INFO(args[0] << " " << args[args[0] == "copy" ? 2 : 3]);
-    CheckRefused(s.repo.Wb(args), "is a file of repository " + other);
+    GuardRefused(s.repo.Wb(args), "is a file of repository " + other);
   }
-  CheckRefused(WithStdoutOn(s.repo, other + "/config.json", {"copy", s.image, "-"}),
+  GuardRefused(WithStdoutOn(s.repo, other + "/config.json", {"copy", s.image, "-"}),
                "standard output is a file of repository " + other);
   CHECK(TreeContents(other) == kept);
   CHECK(!std::filesystem::exists(other + "/packs/new.img"));
@@ -312,12 +310,12 @@ TEST_CASE(
   const Loop on_source(s.image), on_catalog(s.repo.catalog());
   if (on_source.device.empty() || on_catalog.device.empty()) WB_SKIP("no loop device here");
   const auto before = s.State();
-  CheckRefused(
+  GuardRefused(
       s.repo.Wb({"restore", "1", "--to", on_source.device, "--force"}),
       on_source.device + " (a loop device on " + s.image + ") is the source of snapshot 1");
-  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_source.device}),
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", on_source.device}),
                "(a loop device on " + s.image + ") is the source of snapshot 1");
-  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_catalog.device}),
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", on_catalog.device}),
                "is a file of repository " + s.repo.path());
   const std::string config = s.dir / "wanbackup.toml";
   const std::string production = s.dir / "production.img";
@@ -330,7 +328,7 @@ TEST_CASE(
                         << "\"]\n\n[jobs.production]\nrepository = \"main\"\nsource = \""
                         << production << "\"\n";
   REQUIRE(::chmod(config.c_str(), 0600) == 0);
-  CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+  GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                "(a loop device on " + production + ") is the source of job production");
   CHECK(s.State() == before);
 }
@@ -348,9 +346,9 @@ TEST_CASE(
   const std::map<std::string, std::string> kept = TreeContents(other);
   const std::string says =
       "(a loop device on " + other + "/catalog.db) is a file of repository " + other;
-  CheckRefused(s.repo.Wb({"copy", s.image, on_other.device}), says);
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", on_other.device, "--force"}), says);
-  CheckRefused(s.repo.Wb({"replicate", "1", "--to", on_other.device, "--force"}), says);
+  GuardRefused(s.repo.Wb({"copy", s.image, on_other.device}), says);
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", on_other.device, "--force"}), says);
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", on_other.device, "--force"}), says);
   CHECK(TreeContents(other) == kept);
 }
 
@@ -367,8 +365,8 @@ TEST_CASE(
   const RunResult replicate = s.repo.Wb({"replicate", "1", "--to", over});
   const RunResult restore = s.repo.Wb({"restore", "1", "--to", over, "--force"});
   Run({"umount", over});
-  CheckRefused(replicate, over + " is a file of repository " + s.repo.path());
-  CheckRefused(restore, over + " is a file of repository " + s.repo.path());
+  GuardRefused(replicate, over + " is a file of repository " + s.repo.path());
+  GuardRefused(restore, over + " is a file of repository " + s.repo.path());
   CHECK(s.State() == before);
 }
 
@@ -391,11 +389,11 @@ TEST_CASE(
   GuardRepo s;
   // Nothing listens on port 1: a command that tried to log in would fail unreachable (exit 4).
   RecordLunReplica(s.repo.catalog(), "iscsi://127.0.0.1:1/iqn.2001-05.com.example:standby/1");
-  CheckRefused(
+  GuardRefused(
       s.repo.Wb({"restore", "1", "--to", "iscsi://localhost:1/iqn.2001-05.com.example:standby/1"}),
       "is replica 1 of repository " + s.repo.path());
   // copy has no repository, but the same guard: a LUN never is its own source.
-  CheckRefused(s.repo.Wb({"copy", "iscsi://localhost:1/iqn.2001-05.com.example:standby/1",
+  GuardRefused(s.repo.Wb({"copy", "iscsi://localhost:1/iqn.2001-05.com.example:standby/1",
                           "iscsi://127.0.0.1:1/iqn.2001-05.com.example:standby/1"}),
                "is the source of this copy");
 }
@@ -409,7 +407,7 @@ TEST_CASE("write guard: replicate onto a replica of another source's snapshots i
   WriteNoiseImage(other, 3, 4);
   s.repo.Ok({"snapshot", other});  // snapshot 2, another series
   const std::string held = FileContents(standby);
-  CheckRefused(s.repo.Wb({"replicate", "2", "--to", standby}), "is replica 1 of repository");
+  GuardRefused(s.repo.Wb({"replicate", "2", "--to", standby}), "is replica 1 of repository");
   CHECK(FileContents(standby) == held);
   WriteNoiseImage(s.image, 4, 4);
   s.repo.Ok({"snapshot", s.image});  // snapshot 3, the replica's own series
@@ -431,11 +429,11 @@ TEST_CASE(
   const std::string held = FileContents(disk);
   // copy names no repository, restore and replicate name the first: other's disk is refused.
   const std::string says = " is the source of snapshot 1 of repository " + other;
-  CheckRefused(s.repo.Wb({"copy", s.image, disk, "--force"}), disk + says);
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", disk, "--force"}), disk + says);
-  CheckRefused(s.repo.Wb({"replicate", "1", "--to", disk, "--force"}), disk + says);
+  GuardRefused(s.repo.Wb({"copy", s.image, disk, "--force"}), disk + says);
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", disk, "--force"}), disk + says);
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", disk, "--force"}), disk + says);
   CHECK(FileContents(disk) == held);
-  CheckRefused(s.repo.Wb({"copy", disk, s.image, "--force"}),
+  GuardRefused(s.repo.Wb({"copy", disk, s.image, "--force"}),
                s.image + " is the source of snapshot 1 of repository " + s.repo.path());
   CHECK(s.State() == before);
 }
@@ -447,15 +445,15 @@ TEST_CASE(
   GuardRepo s;
   const auto before = s.State();
   const std::string key_held = FileContents(s.repo.key());
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", s.repo.key(), "--force"}),
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", s.repo.key(), "--force"}),
                s.repo.key() + " is a credential file this command uses");
-  CheckRefused(s.repo.Wb({"replicate", "1", "--to", s.repo.key(), "--force"}),
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", s.repo.key(), "--force"}),
                "is a credential file this command uses");
-  CheckRefused(s.repo.Wb({"copy", s.image, s.repo.key(), "--force"}),
+  GuardRefused(s.repo.Wb({"copy", s.image, s.repo.key(), "--force"}),
                "is a credential file this command uses");
   const char* anchors = std::getenv("WANBACKUP_SECURITY_DIR");
   REQUIRE(anchors != nullptr);
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", std::string(anchors) + "/x.img"}),
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", std::string(anchors) + "/x.img"}),
                "is a file of the trust anchor directory " + std::string(anchors));
   CHECK(FileContents(s.repo.key()) == key_held);
   const std::string config = s.dir / "wanbackup.toml";
@@ -466,7 +464,7 @@ TEST_CASE(
                           << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \"" << s.image
                           << "\"\nreplicate_to = [\"" << to << "\"]\n";
     REQUIRE(::chmod(config.c_str(), 0600) == 0);
-    CheckRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
+    GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                  to == config ? "is this config file" : "is the key_file of repository main");
   }
   CHECK(s.State() == before);
@@ -498,8 +496,8 @@ TEST_CASE(
     REQUIRE(::link(file.c_str(), link.c_str()) == 0);
     INFO(link);
     const std::string says = " is a file of a wanbackup repository (by its content: " + what;
-    CheckRefused(s.repo.Wb({"replicate", "1", "--to", link, "--force"}), link + says);
-    CheckRefused(s.repo.Wb({"restore", "1", "--to", link, "--force"}), "(by its content: " + what);
+    GuardRefused(s.repo.Wb({"replicate", "1", "--to", link, "--force"}), link + says);
+    GuardRefused(s.repo.Wb({"restore", "1", "--to", link, "--force"}), "(by its content: " + what);
   }
   CHECK(TreeContents(other) == kept);
 }
@@ -516,12 +514,12 @@ TEST_CASE(
   if (loop.device.empty()) WB_SKIP("no loop device here");
   s.repo.Ok({"snapshot", loop.device});  // snapshot 2, of the loop device
   const std::string held = FileContents(disk);
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", disk, "--force"}),
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", disk, "--force"}),
                disk + " is the source of snapshot 2 (" + loop.device + ", a loop device on it)");
-  CheckRefused(s.repo.Wb({"copy", s.image, disk, "--force"}), "a loop device on it");
+  GuardRefused(s.repo.Wb({"copy", s.image, disk, "--force"}), "a loop device on it");
   CHECK(FileContents(disk) == held);
   const std::string missing = "/dev/wanbackup-test-no-such-disk";
-  CheckRefused(s.repo.Wb({"restore", "1", "--to", missing, "--force"}),
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", missing, "--force"}),
                missing + " does not exist, and a new file among the devices is no disk");
   CHECK(!std::filesystem::exists(missing));
 }
@@ -535,7 +533,7 @@ TEST_CASE("write guard: /dev/stdout on a deleted file is refused, not made anew"
   const RunResult r = Run({"sh", "-c", "exec 1>\"$WB_OUT\"; rm \"$WB_OUT\"; exec \"$@\"", "sh",
                            WB_WANBACKUP_BIN, "restore", "1", "--to", "/dev/stdout", "--force"},
                           o);
-  CheckRefused(r, "is a file that was deleted (" + out + " (deleted))");
+  GuardRefused(r, "is a file that was deleted (" + out + " (deleted))");
   CHECK(!std::filesystem::exists(out + " (deleted)"));
   CHECK(!std::filesystem::exists(out));
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -84,6 +85,13 @@ void Scribble(const std::string& path, uint64_t offset, const std::string& text)
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(static_cast<std::streamoff>(offset));
   f.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+void CheckOneLineError(const RunResult& r, int exit_code, const std::string& says) {
+  INFO("exit " << r.exit_code << "\nstderr: " << r.err);
+  CHECK(r.exit_code == exit_code);
+  CHECK_THAT(r.err, Catch::Contains(says));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 bool SameFile(const std::string& a, const std::string& b) {

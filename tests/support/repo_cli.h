@@ -70,6 +70,8 @@ bool SameBytes(const std::string& copy, const std::string& original, uint64_t le
 std::string FileContents(const std::string& path);
 // Runs `sql` on the SQLite database at `db_path` (a test's tampering); fails the test on error.
 void Sql(const std::string& db_path, const std::string& sql);
+// CHECKs that the command exited `exit_code` with one line on stderr that contains `says`.
+void CheckOneLineError(const RunResult& r, int exit_code, const std::string& says);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.
 std::map<std::string, std::string> TreeContents(const std::string& dir);
 

@@ -1,7 +1,12 @@
 #include "catalog/internal/sqlite.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+
+#include <climits>
 
 namespace wanbackup::catalog::internal {
 namespace {
@@ -25,6 +30,9 @@ Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
                                 " (catalog.db is damaged: 'wanbackup repair catalog' rebuilds it "
                                 "from the packs)");
     case SQLITE_CANTOPEN:
+      if (db != nullptr && sqlite3_extended_errcode(db) == SQLITE_CANTOPEN_SYMLINK) {
+        return Status::PermissionDenied(msg + " (a symbolic link on the way: not followed)");
+      }
       return Status::NotFound(msg);
     case SQLITE_READONLY:
     case SQLITE_PERM:
@@ -55,18 +63,48 @@ Result<Db> Db::OpenAs(const std::string& name, int flags, const std::string& pat
   return Db(db);
 }
 
+namespace {
+
+// The name SQLite is given for `path`: its directory with symlinks resolved, so that
+// SQLITE_OPEN_NOFOLLOW (no symlink anywhere on the name; the -wal and -shm files are opened
+// O_NOFOLLOW beside it) refuses only a link swapped in since. A catalog is never a link nor
+// anything but a regular file: one planted in a repository another user can write is refused
+// here, in a sentence, before SQLite follows it or writes through it.
+Result<std::string> NameToOpen(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return Status::PermissionDenied(
+        path + (S_ISLNK(st.st_mode) ? " is a symbolic link" : " is not a regular file") +
+        "; wanbackup never makes one there and does not follow or open it (whoever can write "
+        "the directory may have planted it)");
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  char resolved[PATH_MAX];
+  if (::realpath(dir.empty() ? "/" : dir.c_str(), resolved) == nullptr) return path;
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string canonical = resolved;
+  return canonical == "/" ? "/" + base : canonical + "/" + base;
+}
+
+}  // namespace
+
 Result<Db> Db::Open(const std::string& path, bool create) {
-  return OpenAs(
-      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0), path);
+  WB_ASSIGN_OR_RETURN(const std::string name, NameToOpen(path));
+  return OpenAs(name,
+                SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
+                    (create ? SQLITE_OPEN_CREATE : 0),
+                path);
 }
 
 Result<Db> Db::OpenReadOnly(const std::string& path, bool immutable) {
-  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
-  std::string name = path;
+  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW;
+  WB_ASSIGN_OR_RETURN(std::string name, NameToOpen(path));
   if (immutable) {
     // A URI: '%', '?' and '#' in the path must be escaped.
+    const std::string plain = name;
     name = "file:";
-    for (const char c : path) {
+    for (const char c : plain) {
       if (c == '%' || c == '?' || c == '#') {
         char hex[4];
         std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
