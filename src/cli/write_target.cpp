@@ -215,6 +215,7 @@ Status RefuseWriteTarget(const WriteTarget& target) {
   dest.name = target.to == "-" ? "standard output" : target.to;
   dest.identity = target.to == "-" ? StandardOutput() : guard::Identify(target.to);
   dest.overwrite_source = target.overwrite_source;
+  guard::FindLoopDevices(&dest.identity);
   if (!target.replicate_source.empty()) {
     dest.replicate_series = guard::Identify(target.replicate_source);
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -74,6 +75,24 @@ std::string LoopBackingFile(dev_t rdev) {
   return file;
 }
 
+}  // namespace
+
+void FindLoopDevices(Identity* id) {
+  if (id->kind != Identity::Kind::kPath || !id->exists || id->links == 0) return;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/sys/block", ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with("loop")) continue;
+    const std::string file = SysLine(e.path().string() + "/loop/backing_file");
+    struct stat st {};
+    if (file.empty() || file.ends_with(" (deleted)") || ::stat(file.c_str(), &st) != 0) continue;
+    if (IdOf(st) == id->file) id->loop_devices.push_back("/dev/" + name);
+  }
+  std::sort(id->loop_devices.begin(), id->loop_devices.end());
+}
+
+namespace {
+
 Identity IdentifyPath(const std::string& spec) {
   Identity id;
   id.kind = Identity::Kind::kPath;
@@ -81,10 +100,16 @@ Identity IdentifyPath(const std::string& spec) {
   // weakly_canonical: the existing part resolved (symlinks, `.`, `..`), the rest appended.
   const fs::path canonical = fs::weakly_canonical(fs::absolute(spec, ec), ec);
   id.spelling = ec ? spec : canonical.string();
-  if (ec) return id;
+  if (ec) {
+    if (ec != std::errc::no_such_file_or_directory) id.error = ec.message();
+    return id;
+  }
   id.directories = Directories(canonical);
   struct stat st {};
-  if (::stat(canonical.c_str(), &st) != 0) return id;
+  if (::stat(canonical.c_str(), &st) != 0) {
+    if (errno != ENOENT) id.error = std::strerror(errno);
+    return id;
+  }
   id.exists = true;
   id.file = IdOf(st);
   id.whole_disk = WholeDisk(st.st_dev);

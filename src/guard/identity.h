@@ -17,6 +17,10 @@ namespace wanbackup::guard {
 // that does not exist, compared by spelling. A URL's host is not resolved here (ResolveHosts).
 Identity Identify(const std::string& spec);
 
+// Fills in `id`'s loop_devices (an existing regular file): every /dev/loopN whose backing file
+// it is, from /sys/block/loop*/loop/backing_file.
+void FindLoopDevices(Identity* id);
+
 // A host's addresses as Identity::hosts holds them: "loopback" for localhost and every
 // loopback address, a numeric address in its canonical form, a name resolved; empty when a
 // name does not resolve.

@@ -95,21 +95,45 @@ Status CheckDeviceName(const Destination& to) {
                                  "written");
 }
 
+namespace {
+
+// Every file or device `id`'s data lives on through loop devices, innermost last: a loop
+// device's backing file, or a loop device stacked on another one and its file in turn.
+void BackingChain(const Identity& id, std::vector<const Identity*>* out) {
+  for (const Identity& file : id.backing) {
+    if (out->size() >= 8) return;  // a loop of loop devices cannot be deeper than this is useful
+    out->push_back(&file);
+    BackingChain(file, out);
+  }
+}
+
+}  // namespace
+
 Status CheckWriteTarget(const Destination& to, const std::vector<Protected>& protect) {
-  // The destination itself, then each file a loop device of it writes to, by that identity.
+  if (!to.identity.error.empty()) {
+    return Status::InvalidArgument(to.name.substr(0, 200) + (to.name.size() > 200 ? "..." : "") +
+                                   " cannot be examined (" + to.identity.error +
+                                   "), so it cannot be checked against what must not be "
+                                   "overwritten. Nothing was written");
+  }
+  // The destination itself, then each file or device a loop device of it writes to.
   std::vector<Destination> aliases = {to};
-  for (const Identity& file : to.identity.backing) {
+  std::vector<const Identity*> chain;
+  BackingChain(to.identity, &chain);
+  for (const Identity* file : chain) {
     Destination alias = to;
-    alias.name = to.name + " (a loop device on " + file.spelling + ")";
-    alias.identity = file;
+    alias.name = to.name + " (a loop device on " + file->spelling + ")";
+    alias.identity = *file;
     aliases.push_back(std::move(alias));
   }
-  // A protected loop device protects the file it writes to as well.
+  // A protected loop device protects what it writes to as well.
   std::vector<Protected> all = protect;
   for (const Protected& p : protect) {
-    for (const Identity& file : p.identity.backing) {
+    chain.clear();
+    BackingChain(p.identity, &chain);
+    for (const Identity* file : chain) {
       Protected alias = p;
-      alias.identity = file;
+      alias.identity = *file;
       alias.what = p.what + " (" + p.identity.spelling + ", a loop device on it)";
       all.push_back(std::move(alias));
     }
@@ -122,6 +146,13 @@ Status CheckWriteTarget(const Destination& to, const std::vector<Protected>& pro
                                      (p.hint.empty() ? "" : "; " + p.hint) +
                                      ". Nothing was written");
     }
+  }
+  if (!to.identity.loop_devices.empty()) {
+    const std::string& loop = to.identity.loop_devices.front();
+    return Status::InvalidArgument(
+        to.name + " is the backing file of " + loop + ": written behind that device's back, " +
+        "the disk it serves would be left inconsistent; write to " + loop +
+        " instead, or detach it first (losetup -d " + loop + "). Nothing was written");
   }
   return Status::Ok();
 }

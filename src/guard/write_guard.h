@@ -9,7 +9,9 @@
 //       source) that replica holds;
 //   (e) for a file the config writes itself (the metrics textfile): any other file the config
 //       names (the config file, a credential file, a replica);
-// and, apart (CheckDeviceName), a device path that does not exist (a mistyped device name).
+// and, apart (CheckDeviceName), a device path that does not exist (a mistyped device name), and
+// a file a loop device reads and writes (a write replaces the file by rename, and the device
+// would go on showing the old data: the disk it serves would not be restored).
 // A device is refused for what a file it holds is refused for, a partition for what its disk is
 // (and the other way round), and a loop device for what its backing file is.
 // Pure rules: the caller fills in what the destination and the protected things are
@@ -44,6 +46,9 @@ struct Identity {
   // kPath, kBlock: the inode (when it exists) and the directories that hold it, innermost first
   // (of its canonical path: symlinks, `.` and `..` resolved).
   bool exists = false;
+  // kPath: why the path could not be examined (too long, a loop of links, no permission); a
+  // destination that cannot be examined cannot be checked, and is refused.
+  std::string error;
   FileId file;
   uint64_t links = 0;  // hard links of an existing regular file
   std::vector<FileId> directories;
@@ -55,6 +60,9 @@ struct Identity {
   // identity); the guard refuses the device for whatever it refuses that file for, and a
   // protected loop device protects its file.
   std::vector<Identity> backing;
+  // kPath, an existing regular file: the loop devices (/dev/loopN) whose backing file it is
+  // (filled in for a destination only: FindLoopDevices).
+  std::vector<std::string> loop_devices;
   // kLun: "IQN/LUN", and the portal host's addresses ("loopback" for any loopback address);
   // empty `hosts`: not known (a name that does not resolve), so any host may be this one.
   std::string lun;

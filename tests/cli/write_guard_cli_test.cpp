@@ -524,6 +524,46 @@ TEST_CASE(
   CHECK(!std::filesystem::exists(missing));
 }
 
+TEST_CASE(
+    "write guard: a loop device's backing file, a loop device stacked on another and a path too "
+    "long to examine are refused",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  GuardRepo s;
+  const auto before = s.State();
+  // A disk image served by a loop device (mounted, say): written behind its back, never.
+  const std::string served = s.dir / "served.img";
+  WriteNoiseImage(served, 9, 2);
+  const std::string served_bytes = FileContents(served);
+  const Loop serving(served);
+  if (serving.device.empty()) WB_SKIP("no loop device here");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replicate", "1", "--to", served, "--force"},
+        std::vector<std::string>{"restore", "1", "--to", served, "--force"},
+        std::vector<std::string>{"copy", s.image, served, "--force"}}) {
+    INFO(args[0]);
+    GuardRefused(s.repo.Wb(args), served + " is the backing file of " + serving.device +
+                                      ": written behind that device's back");
+  }
+  CHECK(FileContents(served) == served_bytes);
+  // A loop device on a loop device on the repository's pack: refused as the pack.
+  const std::string pack = s.Pack();
+  const Loop inner(pack);
+  REQUIRE(!inner.device.empty());
+  const Loop outer(inner.device);
+  REQUIRE(!outer.device.empty());
+  GuardRefused(
+      s.repo.Wb({"restore", "1", "--to", outer.device, "--force"}),
+      outer.device + " (a loop device on " + pack + ") is a file of repository " + s.repo.path());
+  // A destination longer than a path may be: it cannot be identified, so it is not written.
+  std::string padded;
+  for (int i = 0; i < 2100; ++i)
+    padded += "./";
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", padded + s.repo.catalog(), "--force"}),
+               "cannot be examined (File name too long)");
+  CHECK(s.State() == before);
+}
+
 TEST_CASE("write guard: /dev/stdout on a deleted file is refused, not made anew", "[guard]") {
   GuardRepo s;
   const std::string out = s.dir / "deleted.img";
