@@ -62,8 +62,6 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
 
 // An existing file, device or pipe, whose fstatat is `st`.
 Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& options) {
-  const int dir = dir_.get();
-  const char* name = file_name_.c_str();
   if (S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument(name_ + " is a directory; give a file or device path");
   }
@@ -72,18 +70,40 @@ Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& opti
   if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArgument(name_ + " is neither a file nor a device; nothing was written");
   }
-  if (options.in_place) {
-    fd_ = ::openat(dir, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + name_);
-    regular_ = true;
-    return Status::Ok();
-  }
+  if (options.in_place) return OpenInPlace();
   if (!options.overwrite) {
     return Status::AlreadyExists(name_ + " exists; use --force to overwrite it");
   }
   regular_ = true;
   zeros_free_ = true;
   return OpenReplacement();
+}
+
+// An existing regular file written where it is (a replica): the file opened is the one checked
+// (a FIFO swapped in is not waited on). Another user's file is written only in a directory that
+// nobody but root or us can change (a standby VM's image that its service user owns): where that
+// user can create files, theirs could have taken the inode number of the replica wanbackup wrote,
+// and they would read the disk written into it.
+Status FileSink::OpenInPlace() {
+  fd_ = ::openat(dir_.get(), file_name_.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + name_);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "cannot examine " + name_);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(name_ +
+                                   " changed while it was being opened; nothing was written");
+  }
+  struct stat dir {};
+  const auto ours = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+  if (!ours(st.st_uid) && (::fstat(dir_.get(), &dir) != 0 || !ours(dir.st_uid) ||
+                           (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0)) {
+    return Status::InvalidArgument(
+        name_ + " is owned by uid " + std::to_string(st.st_uid) + " in " + dir_path_ +
+        ", where others can create files: it may not be the replica written before, and its "
+        "owner could read the disk written into it; remove it or chown it. Nothing was written");
+  }
+  regular_ = true;
+  return Status::Ok();
 }
 
 // A character device (/dev/null) or a FIFO, opened without waiting for a reader (a FIFO nobody

@@ -53,6 +53,7 @@ class FileSink : public BlockSink {
  private:
   FileSink() = default;
   Status OpenBlockDevice(uint64_t expected_size);
+  Status OpenInPlace();
   Status OpenReplacement();
   Status OpenStream();
   Status OpenExisting(const struct stat& st, const FileSinkOptions& options);

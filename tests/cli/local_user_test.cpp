@@ -123,5 +123,40 @@ TEST_CASE(
   CHECK(!std::filesystem::exists(made));
 }
 
+TEST_CASE(
+    "local user: replicate writes in place into another user's file only where nobody else can "
+    "create files",
+    "[cli]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  TempDir dir{"their-replica"};
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 5, 2);
+  repo.Ok({"snapshot", image});
+  // Their directory: root's replica there, removed, and a file of theirs made in its place.
+  const std::string theirs = dir / "theirs";
+  REQUIRE(::mkdir(theirs.c_str(), 0755) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  const std::string replica = theirs + "/replica.img";
+  repo.Ok({"replicate", "1", "--to", replica});
+  REQUIRE(AsOtherUser([&] {
+    if (::unlink(replica.c_str()) != 0) return false;
+    std::ofstream(replica) << "mine";
+    return ::chmod(replica.c_str(), 0644) == 0;
+  }));
+  CheckOneLineError(repo.Wb({"replicate", "1", "--to", replica, "--force"}), 2,
+                    replica + " is owned by uid " + std::to_string(kOtherUid) + " in " + theirs +
+                        ", where others can create files");
+  CHECK(FileContents(replica) == "mine");
+  // A standby image a service user owns, in root's own directory: written as asked.
+  const std::string standby = dir / "standby.img";
+  std::ofstream(standby) << "old";
+  REQUIRE(::chown(standby.c_str(), kOtherUid, kOtherGid) == 0);
+  repo.Ok({"replicate", "1", "--to", standby, "--force"});
+  CHECK(SameFile(standby, image));
+}
+
 }  // namespace
 }  // namespace wanbackup::testing
