@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "common/read_file.h"
 #include "common/safe_path.h"
 #include "common/unique_fd.h"
 
@@ -95,29 +96,20 @@ Status ReadRegularFileNoFollow(const std::string& path, std::string* content) {
 Status ReadRegularFileNoFollowAt(int dir, const std::string& name, const std::string& path,
                                  std::string* content) {
   content->clear();
-  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP) return Status::InvalidArgument(path + ": a symlink, not a file");
-    return Status::FromErrno(errno, "opening " + path);
+  const UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid() && errno == ELOOP) {
+    return Status::InvalidArgument(path +
+                                   " is a symbolic link, where a regular file belongs; refused "
+                                   "(not followed)");
   }
+  if (!fd.valid()) return Status::FromErrno(errno, "opening " + path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidArgument(path + ": not a regular file");
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, path);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(path + " is " + FileKind(st.st_mode) +
+                                   ", where a regular file belongs; refused (not read)");
   }
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Status::FromErrno(err, "reading " + path);
-    }
-    if (n == 0) break;
-    content->append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  WB_ASSIGN_OR_RETURN(*content, ReadToEnd(fd.get(), path));
   return Status::Ok();
 }
 

@@ -1,7 +1,9 @@
-// Reading small files whole (configs, anchors, records kept as files) without being held up or
-// turned aside: a FIFO planted in their place must not hang the command, and a symlink planted
-// at their name must not be followed. Thread-safe (no shared state).
+// Reading a descriptor to its end, and naming what a non-file is, for the loaders of small files
+// (configs, anchors, the metrics textfile; atomic_file.h's ReadRegularFileNoFollow and
+// file_trust.h's ReadTrustedFile). Thread-safe (no shared state).
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 
@@ -12,8 +14,8 @@ namespace wanbackup {
 // Everything `fd` reads until its end; an error names `what`.
 [[nodiscard]] Result<std::string> ReadToEnd(int fd, const std::string& what);
 
-// The whole of the regular file `path`, opened O_NOFOLLOW | O_NONBLOCK: NotFound when it is
-// missing; InvalidArgument, one line, when it is a symlink, a FIFO, a device or a directory.
-[[nodiscard]] Result<std::string> ReadRegularFile(const std::string& path);
+// "a FIFO", "a socket", "a directory", "a device", "a symbolic link", or "not a regular file",
+// for a message about a file of type `mode` found where a regular file belongs.
+std::string FileKind(mode_t mode);
 
 }  // namespace wanbackup

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/file_trust.h"
+#include "common/read_file.h"
 #include "common/units.h"
 #include "guard/identity.h"
 #include "initiator/iscsi_url.h"
@@ -501,6 +502,18 @@ Status CheckMetricsTarget(const Config& config, const toml::table& root) {
       AddNamedFile(to, "a replica of job " + name + " (replicate_to)", &protect);
   }
   if (Status s = guard::CheckWriteTarget(dest, protect); !s.ok()) return at.Error(s.message());
+  // node_exporter's textfile collector reads *.prom only; anything else named here is a slip
+  // the run would replace whole (/dev/null, /etc/passwd).
+  if (!config.metrics_textfile.ends_with(".prom")) {
+    return at.Error("'" + config.metrics_textfile +
+                    "' does not end in .prom: the run replaces it whole, and node_exporter's "
+                    "textfile collector reads only *.prom files");
+  }
+  if (struct stat st{}; ::lstat(config.metrics_textfile.c_str(), &st) == 0 &&
+                        !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    return at.Error("'" + config.metrics_textfile + "' is " + FileKind(st.st_mode) +
+                    ", not a file the run may replace");
+  }
   return Status::Ok();
 }
 

@@ -1,5 +1,9 @@
 #include "jobs/metrics_textfile.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -27,8 +31,15 @@ using Samples = std::map<std::string, std::map<std::string, std::string>>;
 
 // A symlink or other non-file at `path` is read as empty (and replaced): what it points to is
 // never read, so a planted link cannot copy a root-only file into the world-readable textfile.
+// A file another user owns (planted first in a shared directory) is not read either: its lines
+// could claim successes of other jobs and silence their alerts.
 Samples ReadSamples(const ResolvedPath& file) {
   Samples samples;
+  struct stat st {};
+  if (::fstatat(file.dir.get(), file.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      (st.st_uid != 0 && st.st_uid != ::geteuid())) {
+    return samples;
+  }
   std::string content;
   if (!ReadRegularFileNoFollowAt(file.dir.get(), file.name, file.path(), &content).ok()) {
     return samples;

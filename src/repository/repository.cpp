@@ -18,7 +18,6 @@
 
 #include "catalog/catalog_probe.h"
 #include "common/atomic_file.h"
-#include "common/read_file.h"
 #include "repository/internal/config_json.h"
 #include "repository/record.h"
 #include "repository/repository_place.h"
@@ -215,14 +214,15 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
 Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
   const std::string config_path = Join(path, kConfigName);
   // Never through a link or from a FIFO planted in its place (a repository another user owns).
-  Result<std::string> text = ReadRegularFile(config_path);
-  if (text.status().code() == StatusCode::kNotFound) {
+  std::string text;
+  const Status read = ReadRegularFileNoFollow(config_path, &text);
+  if (read.code() == StatusCode::kNotFound) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return Status::NotFound("no repository at " + path);
     return Status::NotFound(path + " is not a wanbackup repository (no " + kConfigName + ")");
   }
-  if (!text.ok()) return text.status();
-  return ParseRepositoryConfig(*text, config_path);
+  WB_RETURN_IF_ERROR(read);
+  return ParseRepositoryConfig(text, config_path);
 }
 
 Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,

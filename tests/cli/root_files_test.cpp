@@ -111,6 +111,29 @@ TEST_CASE("metrics: symlinks another user plants in the textfile directory redir
   }
 }
 
+TEST_CASE("metrics: samples another user planted first in a shared textfile directory are dropped",
+          "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  const std::string textdir = job.dir / "shared-textfile";
+  REQUIRE(::mkdir(textdir.c_str(), 0755) == 0);
+  REQUIRE(::chmod(textdir.c_str(), 01777) == 0);
+  const std::string prom = textdir + "/wanbackup.prom";
+  const std::string config = job.dir / "wanbackup.toml";
+  job.WriteConfig(config, "\n[metrics]\ntextfile = \"" + prom + "\"\n");
+  // A success of job "db" far in the future: its "no success for a day" alert would never fire.
+  REQUIRE(AsOtherUser([&] {
+    std::ofstream(prom) << "wanbackup_job_last_success_timestamp_seconds{job=\"db\"} 9999999999\n";
+    return ::chmod(prom.c_str(), 0644) == 0;
+  }));
+  const RunResult r = job.Run(config);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(ModeOf(prom) != 0);
+  CHECK(Contents(prom).find("job=\"disk\"") != std::string::npos);
+  CHECK(Contents(prom).find("job=\"db\"") == std::string::npos);
+}
+
 TEST_CASE(
     "metrics: a textfile directory reached through a link another user planted, or owned by "
     "them, is refused and nothing is written there",

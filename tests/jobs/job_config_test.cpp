@@ -301,6 +301,16 @@ TEST_CASE("job config: the metrics textfile is an absolute path to a file, not a
              Catch::Contains("is a directory; give the file the run writes"));
   CHECK(d.Load(d.Repos() + d.Job() + "\n[metrics]\ntextfile = \"" + (d.dir / "w.prom") + "\"\n")
             .ok());
+  // Not a textfile node_exporter reads: a slip the run would replace whole.
+  for (const char* slip : {"/dev/null", "/etc/passwd", "/var/lib/node/wanbackup.txt"}) {
+    CHECK_THAT(
+        d.Refused(d.Repos() + d.Job() + "\n[metrics]\ntextfile = \"" + slip + "\"\n"),
+        Catch::Contains(std::string("metrics.textfile: '") + slip + "' does not end in .prom"));
+  }
+  const std::string fifo = d.dir / "fifo.prom";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(d.Refused(d.Repos() + d.Job() + "\n[metrics]\ntextfile = \"" + fifo + "\"\n"),
+             Catch::Contains("'" + fifo + "' is a FIFO, not a file the run may replace"));
 }
 
 }  // namespace
