@@ -199,13 +199,16 @@ class FileSourceImpl final : public FileSource {
 
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, int threads,
                                                      bool direct) {
-  int fd = direct ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  // O_NONBLOCK: a FIFO swapped in after the caller looked at the path (by whoever can write its
+  // directory) is refused below, not waited on while the repository's lock is held.
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+  int fd = direct ? ::open(path.c_str(), kFlags | O_DIRECT) : -1;
   if (direct && fd < 0 && errno == EINVAL) {  // O_DIRECT refused (tmpfs): drop the cache instead
     direct = false;
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), kFlags);
     if (fd >= 0) DropDirect(fd);
   } else if (!direct) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), kFlags);
   }
   if (fd < 0) return Status::FromErrno(errno, "cannot open " + path);
   struct stat st {};

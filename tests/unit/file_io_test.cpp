@@ -204,3 +204,18 @@ TEST_CASE(
   REQUIRE(!lonely.ok());
   CHECK_THAT(lonely.status().message(), Catch::Contains("is a FIFO that nobody reads"));
 }
+
+TEST_CASE("file source: a FIFO in the source's place is refused at once, never waited on",
+          "[file]") {
+  wanbackup::testing::TempDir dir("fifo-source");
+  const std::string fifo = dir / "disk.img";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Nobody writes it: a blocking open would wait here for ever (the runner's timeout).
+  for (const bool direct : {false, true}) {
+    auto src = FileSource::Open(fifo, 1, direct);
+    REQUIRE(!src.ok());
+    CHECK(src.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(src.status().message(),
+               Catch::Contains("is neither a regular file nor a block device"));
+  }
+}
