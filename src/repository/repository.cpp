@@ -546,6 +546,15 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
         "an unencrypted repository cannot get a key, nor an encrypted one "
         "lose its own");
   }
+  // config.json was read before the writer lock was ours: another key change may have
+  // rewritten it since, and writing ours over it would silently drop the key it just set.
+  WB_ASSIGN_OR_RETURN(const RepositoryConfig now, ReadConfig(path_));
+  if (ConfigJson(now) != ConfigJson(config_)) {
+    return Status::Busy(path_ + "/" + kConfigName +
+                        " changed while this command waited for the repository's lock (another "
+                        "'key change'?); nothing was written: run it again with the key now in "
+                        "use");
+  }
   RepositoryConfig updated = config_;
   updated.mode = mode;
   SecureKey kek;

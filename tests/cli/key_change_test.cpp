@@ -1,9 +1,14 @@
 // `wanbackup key change --kdf-*` end to end on a local repository: the real binary, no target.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <random>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -120,4 +125,34 @@ TEST_CASE("cli: key change --help gives the KDF defaults, the rule and an exampl
   CHECK(r.out.find("128.00 MiB, 3 passes") != std::string::npos);
   CHECK(r.out.find("never lowered") != std::string::npos);
   CHECK(r.out.find("--kdf-memory 1G --kdf-ops 4") != std::string::npos);
+}
+
+TEST_CASE("cli: two key changes at once: one wins, the other says so and writes nothing", "[cli]") {
+  wanbackup::testing::TempDir dir("key-race");
+  wanbackup::testing::RepoCli repo(dir);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  // Both read config.json, then wait for the writer lock this test holds.
+  const int lock = ::open((repo.path() + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(lock >= 0);
+  REQUIRE(::flock(lock, LOCK_EX) == 0);
+  const std::string key_a = dir / "a.key", key_b = dir / "b.key";
+  wanbackup::testing::RunOptions o;
+  o.env = {{"WANBACKUP_REPO", repo.path()}, {"WANBACKUP_KEY_FILE", repo.key()}};
+  std::vector<std::unique_ptr<wanbackup::testing::Background>> runs;
+  for (const std::string& key : {key_a, key_b}) {
+    runs.push_back(std::make_unique<wanbackup::testing::Background>(
+        std::vector<std::string>{WB_WANBACKUP_BIN, "key", "change", "--new-key-file", key,
+                                 "--lock-wait", "120s"},
+        o));
+  }
+  // Until both wait on the lock (each has made its new key file by then, or soon after).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ::close(lock);
+  const int a = runs[0]->Wait(std::chrono::seconds(120));
+  const int b = runs[1]->Wait(std::chrono::seconds(120));
+  INFO("exit codes " << a << ", " << b);
+  CHECK(((a == 0) != (b == 0)));
+  const std::string winner = a == 0 ? key_a : key_b, loser = a == 0 ? key_b : key_a;
+  CHECK(repo.Wb({"snapshots"}, "", {{"WANBACKUP_KEY_FILE", winner}}).exit_code == 0);
+  CHECK(repo.Wb({"snapshots"}, "", {{"WANBACKUP_KEY_FILE", loser}}).exit_code != 0);
 }
