@@ -57,6 +57,7 @@ Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path,
   if (sink->fd_ < 0) return Status::FromErrno(errno, "cannot create " + path);
   sink->sync_dir_ = true;
   sink->created_ = true;
+  sink->remove_unfinished_ = !options.in_place;
   return sink;
 }
 
@@ -176,6 +177,16 @@ Status FileSink::OpenReplacement() {
 }
 
 FileSink::~FileSink() {
+  if (remove_unfinished_ && fd_ >= 0) {
+    // Only the file this sink made: the name must still lead to it.
+    struct stat ours {};
+    struct stat named {};
+    if (::fstat(fd_, &ours) == 0 &&
+        ::fstatat(dir_.get(), file_name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        ours.st_dev == named.st_dev && ours.st_ino == named.st_ino) {
+      ::unlinkat(dir_.get(), file_name_.c_str(), 0);
+    }
+  }
   if (fd_ >= 0 && owns_fd_) ::close(fd_);
   if (!temp_name_.empty()) {  // not finished: the old file stays
     ::unlinkat(dir_.get(), temp_name_.c_str(), 0);
@@ -222,6 +233,7 @@ Status FileSink::Finish(uint64_t total_size) {
   }
   // A new file's name is durable only once its directory is.
   if (sync_dir_) WB_RETURN_IF_ERROR(SyncDirectory(dir_.get(), dir_path_));
+  remove_unfinished_ = false;
   if (owns_fd_) {
     const int fd = fd_;
     fd_ = -1;

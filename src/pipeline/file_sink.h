@@ -71,6 +71,10 @@ class FileSink : public BlockSink {
   bool regular_ = false;
   bool block_device_ = false;
   bool created_ = false;
+  // A file this sink created for a whole image (not a replica): removed when the sink goes
+  // before Finish (disk full, a damaged chunk, an interrupt), so no partial image is left that
+  // looks like a restored or copied disk.
+  bool remove_unfinished_ = false;
   bool sync_dir_ = false;  // a file this sink created or replaced: its directory synced by Finish
   std::string temp_name_;  // replacing a file: written here (in dir_), renamed over file_name_
   uint64_t position_ = 0;  // sequential sinks: the next offset expected

@@ -235,6 +235,7 @@ Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
   repo->store_ = NewLocalPackStore(Join(path, "packs"));
   WB_ASSIGN_OR_RETURN(repo->config_, ReadConfig(path));
   repo->read_only_ = ReadOnlyDir(path);
+  repo->reader_ = mode == OpenMode::kRead;
   if (repo->read_only_ && mode != OpenMode::kRead) {
     return Status::PermissionDenied("repository " + path + " is read-only; " + lock.command +
                                     " needs to write to it");
@@ -323,6 +324,14 @@ Status Repository::OpenCatalog() {
   Result<std::unique_ptr<catalog::Catalog>> cat = read_only_
                                                       ? catalog::Catalog::OpenReadOnly(catalog_path)
                                                       : catalog::Catalog::Open(catalog_path, false);
+  if (!cat.ok() && reader_ && cat.status().code() == StatusCode::kIoError) {
+    // A full filesystem (SQLite could make neither -wal nor -shm there): a reader still lists,
+    // verifies and restores, from the catalog file as it stands (what a -wal might add is
+    // what a writer could not have committed on a full disk but a moment ago; restore trusts
+    // only sealed records anyway).
+    Result<std::unique_ptr<catalog::Catalog>> frozen = catalog::Catalog::Peek(catalog_path);
+    if (frozen.ok()) cat = std::move(frozen);
+  }
   if (!cat.ok()) {
     // Not the catalog's fault: a full disk is not damage, and 'repair catalog' would not help.
     if (cat.status().code() == StatusCode::kBusy ||

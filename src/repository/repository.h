@@ -155,6 +155,7 @@ class Repository {
 
   std::string path_;
   bool read_only_ = false;  // nothing can be written there: opened for reading only
+  bool reader_ = false;     // opened with OpenMode::kRead
   RepositoryConfig config_;
   std::unique_ptr<KeySet> keys_;
   SecureKey master_;  // locked memory, wiped when freed; needed to re-wrap it for new credentials

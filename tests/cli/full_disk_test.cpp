@@ -122,6 +122,50 @@ TEST_CASE("run: a full disk is one sentence, quotes no SQL and leaves no tempora
   }
 }
 
+TEST_CASE(
+    "full disk: a repository on it is still listed, verified and restored, and copy or restore to "
+    "a new file there leaves no partial file",
+    "[fulldisk]") {
+  if (::geteuid() != 0) WB_SKIP("needs root to mount a small tmpfs");
+  TempDir dir{"fulldisk-read"};
+  const std::string disk = dir / "small";
+  SmallDisk small(disk, "2m");
+  const std::string repo = disk + "/repo", key = dir / "repo.key", image = dir / "disk.img";
+  RunOptions o;
+  o.env["WANBACKUP_KEY_FILE"] = key;
+  o.env["WANBACKUP_REPO"] = repo;
+  REQUIRE(Local({"init", repo, "--key-file", key, "--chunk-size", "64K"}, o).exit_code == 0);
+  {
+    std::ofstream out(image, std::ios::binary);
+    for (int i = 0; i < 512; ++i)
+      out << std::string(1024, static_cast<char>('a' + i % 26)) << i;
+  }
+  REQUIRE(Local({"snapshot", image}, o).exit_code == 0);
+  {
+    std::ofstream filler(disk + "/filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size())) {
+    }
+  }
+  // Readers: no -wal or -shm can be made, and none is needed.
+  CHECK(Local({"snapshots"}, o).exit_code == 0);
+  CHECK(Local({"verify"}, o).exit_code == 0);
+  const RunResult restored = Local({"restore", "1", "--to", dir / "back.img"}, o);
+  INFO(restored.err);
+  CHECK(restored.exit_code == 0);
+  CHECK(SameFile(dir / "back.img", image));
+  // Writing a new image onto the full disk: one sentence, and nothing half-written left.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"copy", image, disk + "/copy.img"},
+        std::vector<std::string>{"restore", "1", "--to", disk + "/restored.img"}}) {
+    const RunResult r = Local(args, o);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("No space left on device") != std::string::npos);
+    CHECK(!std::filesystem::exists(args.back()));
+  }
+}
+
 TEST_CASE("restore: a damaged catalog page is exit 3, as snapshots says, not 'no snapshot'",
           "[damage]") {
   TempDir dir{"damage"};
