@@ -72,8 +72,10 @@ Status Verify(pipeline::Repository& repo, const catalog::SnapshotInfo& snap,
 std::string LeftBehind(OpenedSink* opened, const std::string& to) {
   struct stat st {};
   if (opened->created) {
-    opened->sink.reset();
-    if (::unlink(to.c_str()) == 0) return "; the partial " + to + " was removed";
+    opened->sink.reset();  // a file sink removes the file it created and did not finish
+    if (::stat(to.c_str(), &st) != 0 && errno == ENOENT) {
+      return "; the partial " + to + " was removed";
+    }
   } else if (opened->lun == nullptr && (::stat(to.c_str(), &st) != 0 || !S_ISBLK(st.st_mode))) {
     return "";
   }

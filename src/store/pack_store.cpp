@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <tuple>
 
+#include "common/read_file.h"
 #include "common/unique_fd.h"
 #include "store/fs_util.h"
 
@@ -104,19 +105,29 @@ class LocalPackStore final : public PackStore {
       if (d == nullptr) continue;
       const int owned_by_d = dir->Release();  // closedir closes it
       (void)owned_by_d;
+      Status odd = Status::Ok();
       while (dirent* e = ::readdir(d)) {
         StoredPack p;
         if (!IsPackFileName(e->d_name, &p.name) || p.name.compare(0, 2, prefix) != 0) continue;
         struct stat st {};
-        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISREG(st.st_mode)) {
-          continue;
+        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (!S_ISREG(st.st_mode)) {
+          // Not skipped in silence: a catalog rebuilt without it would lose its snapshots.
+          odd = Status::Corruption(Describe(p.name) + " is " + FileKind(st.st_mode) +
+                                   ", where a pack file belongs (wanbackup makes none such); "
+                                   "put the pack back from a copy, or move it away, and run "
+                                   "again");
+          break;
         }
         p.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
         p.size = static_cast<uint64_t>(st.st_size);
         packs.push_back(p);
       }
       ::closedir(d);
+      if (!odd.ok()) {
+        ::closedir(top);
+        return odd;
+      }
     }
     ::closedir(top);
     std::sort(packs.begin(), packs.end(), [](const StoredPack& a, const StoredPack& b) {

@@ -440,6 +440,17 @@ TEST_CASE("storage attack: a pack replaced by a FIFO is refused at once, nothing
     CHECK(r.exit_code == 3);
     CHECK(r.err.find(packs[0].string() + " is no regular file") != std::string::npos);
   }
+  // A catalog rebuilt without it would lose the snapshot in silence: repair names it instead.
+  auto before = TreeContents(repo.path());
+  before.erase(repo.path() + "/lock");  // the holder line of the last command
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO(repair.err);
+  CHECK(repair.exit_code == 3);
+  CHECK(repair.err.find(packs[0].string() + " is a FIFO, where a pack file belongs") !=
+        std::string::npos);
+  auto after = TreeContents(repo.path());
+  after.erase(repo.path() + "/lock");
+  CHECK(after == before);
 }
 
 }  // namespace
