@@ -62,8 +62,8 @@ const S3Lab& S3Lab::Get() {
     auto* l = new S3Lab;
     l->endpoint = vars["S3_ENDPOINT"];
     l->access_key = vars["S3_ACCESS_KEY"];
-    std::ifstream secret(vars["S3_SECRET_FILE"]);
-    std::getline(secret, l->secret);
+    std::ifstream secret_file(vars["S3_SECRET_FILE"]);
+    std::getline(secret_file, l->secret);
     REQUIRE_FALSE(l->secret.empty());
     EnterNetns(bed.netns_a);
     CreateBucket(*l);

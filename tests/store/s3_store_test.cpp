@@ -12,6 +12,7 @@
 #include "store/internal/s3_client.h"
 #include "store/s3_lab.h"
 #include "store/s3_pack_store.h"
+#include "support/testbed.h"
 
 using namespace wanbackup;
 using namespace wanbackup::pipeline;
@@ -35,7 +36,7 @@ std::vector<uint8_t> S3Bytes(size_t size, uint8_t seed) {
   return v;
 }
 
-std::unique_ptr<S3Client> LabClient(const S3Location& loc, S3Options options = {}) {
+std::unique_ptr<S3Client> LabClient(const S3Location& loc, const S3Options& options = {}) {
   Result<std::unique_ptr<S3Client>> c =
       S3Client::Create(loc, testing::S3Lab::Get().Credentials(), options);
   REQUIRE(c.ok());
@@ -116,7 +117,7 @@ TEST_CASE("s3 store: a wrong secret is refused in one line that names no secret"
   REQUIRE(store.ok());
   Result<std::vector<StoredPack>> listed = (*store)->List();
   REQUIRE_FALSE(listed.ok());
-  const std::string& message = listed.status().message();
+  const std::string message = listed.status().message();
   INFO(message);
   CHECK(listed.status().code() == StatusCode::kAuthFailed);
   CHECK(message.find("AWS_SECRET_ACCESS_KEY") != std::string::npos);
@@ -189,4 +190,27 @@ TEST_CASE("s3 store: an object damaged in the store is caught by the record's au
   std::vector<uint8_t> out(header->raw_size);
   const Status opened = codec.Open(*header, buffer.data() + kRecordHeaderSize, out.data());
   CHECK(opened.code() == StatusCode::kCorruption);
+}
+
+TEST_CASE("s3 store: connections cut by a 2 s blackhole of the WAN are retried until it lifts",
+          "[s3lab]") {
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+  testing::LinkScope link;
+  S3Options options;
+  options.connect_timeout = std::chrono::milliseconds(500);  // SYNs are lost while it lasts
+  options.max_attempts = 10;  // backoff alone adds up to more than 40 s
+  const S3Location loc = lab.NewLocation();
+  const std::vector<uint8_t> bytes = S3Bytes(2u << 20, 4);
+  const std::string key = PackKey(loc, kS3Pack);
+  // New clients: no connection to reuse, so each starts by connecting into the blackhole.
+  testing::Testbed::Get().Wan("blackhole 2s");
+  std::unique_ptr<S3Client> writer = LabClient(loc, options);
+  const Status uploaded = writer->Upload(key, bytes.data(), bytes.size());
+  INFO(uploaded.ToString());
+  REQUIRE(uploaded.ok());
+  CHECK(writer->retries() > 0);
+  testing::Testbed::Get().Wan("blackhole 2s");
+  std::unique_ptr<S3Client> reader = LabClient(loc, options);
+  CHECK(GetWhole(*reader, key, bytes.size()) == bytes);
+  CHECK(reader->retries() > 0);
 }

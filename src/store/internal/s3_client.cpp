@@ -177,6 +177,7 @@ struct Waiting {
 // One Run's requests: those waiting to start (or for their next attempt) and those in flight.
 struct RunState {
   std::string what;
+  uint64_t retries = 0;
   std::deque<Waiting> waiting;
   std::map<CURL*, std::unique_ptr<Transfer>> active;
   Status failure;
@@ -227,7 +228,8 @@ struct S3Client::Impl {
   Slist Headers(const S3Request& r) const;
   Status Setup(Transfer* t) const;
   void Finish(Transfer* t, CURLcode code) const;
-  Status RunAll(const std::vector<S3Request*>& requests, const std::string& what);
+  Status RunAll(const std::vector<S3Request*>& requests, const std::string& what,
+                std::atomic<uint64_t>* retries);
   void StartReady(RunState* st);
   void Collect(RunState* st);
   void Wait(const RunState& st);
@@ -358,7 +360,8 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(const S3Location& location,
   return std::unique_ptr<S3Client>(new S3Client(location, part_size, std::move(impl)));
 }
 
-Status S3Client::Impl::RunAll(const std::vector<S3Request*>& requests, const std::string& what) {
+Status S3Client::Impl::RunAll(const std::vector<S3Request*>& requests, const std::string& what,
+                              std::atomic<uint64_t>* retries) {
   RunState st;
   st.what = what;
   for (S3Request* r : requests)
@@ -376,6 +379,7 @@ Status S3Client::Impl::RunAll(const std::vector<S3Request*>& requests, const std
   }
   for (auto& [easy, t] : st.active)
     curl_multi_remove_handle(multi, easy);
+  *retries += st.retries;
   return st.failure;
 }
 
@@ -427,6 +431,7 @@ void S3Client::Impl::Collect(RunState* st) {
     if (st->failure.ok() && S3ShouldRetry(policy, t->attempt, r->outcome)) {
       const int next = t->attempt + 1;
       st->waiting.push_back({r, next, Clock::now() + S3Backoff(policy, next, unit(jitter))});
+      ++st->retries;
       continue;
     }
     if (st->failure.ok()) st->failure = S3OutcomeStatus(r->outcome, st->what);
@@ -451,7 +456,7 @@ void S3Client::Impl::Wait(const RunState& st) {
 
 Status S3Client::Run(const std::vector<S3Request*>& requests, const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
-  return impl_->RunAll(requests, what);
+  return impl_->RunAll(requests, what, &retries_);
 }
 
 Status S3Client::RunOne(S3Request* request, const std::string& what) {

@@ -5,6 +5,7 @@
 // handle; each Run may carry many transfers at once).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,9 @@ class S3Client {
   // is larger than the part size.
   Status Upload(const std::string& key, const uint8_t* data, size_t size);
 
+  // How many attempts were sent again since the client was made (all threads).
+  uint64_t retries() const { return retries_.load(); }
+
   const S3Location& location() const { return location_; }
   // "s3:http://host:port/bucket/KEY", for messages.
   std::string Describe(const std::string& key) const;
@@ -82,6 +86,7 @@ class S3Client {
   size_t part_size_;
   std::mutex mu_;
   std::unique_ptr<Impl> impl_;  // GUARDED_BY(mu_)
+  std::atomic<uint64_t> retries_{0};
 };
 
 }  // namespace wanbackup::pipeline::internal
