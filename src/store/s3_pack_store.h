@@ -5,8 +5,8 @@
 // is never written again); large packs go up as multipart uploads with parts in flight.
 // Readers fetch ranged GETs. Credentials come from the environment (or the caller), never from
 // argv, and appear in no message. Thread-safe: Open, List, Remove and readers from any thread
-// (requests are serialised on one set of reused connections); a PackWriter belongs to one
-// thread.
+// (S3Options::parallel_calls of them at once, each on its own reused connections); a PackWriter
+// belongs to one thread.
 #pragma once
 
 #include <chrono>
@@ -32,7 +32,9 @@ Result<S3Credentials> S3CredentialsFromEnvironment();
 
 struct S3Options {
   std::string ca_file;           // TLS: this CA bundle instead of the system's store
-  int max_in_flight = 16;        // transfers at once (multipart parts)
+  int max_in_flight = 16;        // transfers at once in one call (multipart parts)
+  int parallel_calls = 4;        // threads whose requests run at once (readers), each on its own
+                                 // multi handle and connections
   size_t part_size = 16u << 20;  // multipart above this size, in parts of this size
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::seconds stall_timeout{30};  // a transfer that moves no byte this long fails

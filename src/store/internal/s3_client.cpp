@@ -334,10 +334,13 @@ void S3Client::Impl::Finish(Transfer* t, CURLcode code) const {
   }
 }
 
-S3Client::S3Client(const S3Location& location, size_t part_size, std::unique_ptr<Impl> impl)
-    : location_(location),
-      part_size_(std::max<size_t>(part_size, 5u << 20)),
-      impl_(std::move(impl)) {}
+struct S3Client::Slot {
+  std::mutex mu;
+  std::unique_ptr<Impl> impl;  // GUARDED_BY(mu)
+};
+
+S3Client::S3Client(const S3Location& location, size_t part_size)
+    : location_(location), part_size_(std::max<size_t>(part_size, 5u << 20)) {}
 
 S3Client::~S3Client() = default;
 
@@ -345,19 +348,24 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(const S3Location& location,
                                                    S3Credentials credentials,
                                                    const S3Options& options) {
   std::call_once(curl_init_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  auto impl = std::make_unique<Impl>();
-  impl->location = location;
-  impl->sigv4 = "aws:amz:" + credentials.region + ":s3";
-  impl->credentials = std::move(credentials);
-  impl->options = options;
-  impl->multi = curl_multi_init();
-  if (impl->multi == nullptr) return Status::Internal("curl_multi_init failed");
-  curl_multi_setopt(impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-                    static_cast<long>(std::max(1, options.max_in_flight)));
-  curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS,
-                    static_cast<long>(std::max(1, options.max_in_flight)));
-  const size_t part_size = options.part_size;
-  return std::unique_ptr<S3Client>(new S3Client(location, part_size, std::move(impl)));
+  std::unique_ptr<S3Client> client(new S3Client(location, options.part_size));
+  const long connections = std::max(1, options.max_in_flight);
+  for (int i = 0; i < std::max(1, options.parallel_calls); ++i) {
+    auto impl = std::make_unique<Impl>();
+    impl->location = location;
+    impl->sigv4 = "aws:amz:" + credentials.region + ":s3";
+    impl->credentials.access_key_id = credentials.access_key_id;
+    impl->credentials.secret_access_key = credentials.secret_access_key.Clone();
+    impl->credentials.region = credentials.region;
+    impl->options = options;
+    impl->multi = curl_multi_init();
+    if (impl->multi == nullptr) return Status::Internal("curl_multi_init failed");
+    curl_multi_setopt(impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS, connections);
+    curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS, connections);
+    client->slots_.push_back(std::make_unique<Slot>());
+    client->slots_.back()->impl = std::move(impl);
+  }
+  return client;
 }
 
 Status S3Client::Impl::RunAll(const std::vector<S3Request*>& requests, const std::string& what,
@@ -455,8 +463,14 @@ void S3Client::Impl::Wait(const RunState& st) {
 }
 
 Status S3Client::Run(const std::vector<S3Request*>& requests, const std::string& what) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return impl_->RunAll(requests, what, &retries_);
+  // A free multi handle if there is one, else wait for the next in turn.
+  for (const std::unique_ptr<Slot>& slot : slots_) {
+    std::unique_lock<std::mutex> lock(slot->mu, std::try_to_lock);
+    if (lock.owns_lock()) return slot->impl->RunAll(requests, what, &retries_);
+  }
+  Slot& slot = *slots_[next_slot_.fetch_add(1) % slots_.size()];
+  std::lock_guard<std::mutex> lock(slot.mu);
+  return slot.impl->RunAll(requests, what, &retries_);
 }
 
 Status S3Client::RunOne(S3Request* request, const std::string& what) {

@@ -78,14 +78,15 @@ class S3Client {
 
  private:
   struct Impl;
-  S3Client(const S3Location& location, size_t part_size, std::unique_ptr<Impl> impl);
+  struct Slot;  // one multi handle and the mutex that guards it
+  S3Client(const S3Location& location, size_t part_size);
   Status UploadMultipart(const std::string& key, const uint8_t* data, size_t size);
   size_t options_part_size() const { return part_size_; }
 
   S3Location location_;
   size_t part_size_;
-  std::mutex mu_;
-  std::unique_ptr<Impl> impl_;  // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::atomic<size_t> next_slot_{0};
   std::atomic<uint64_t> retries_{0};
 };
 
