@@ -52,18 +52,17 @@ class S3PackWriter final : public PackWriter {
   size_t uploaded_ = 0;
 };
 
-// Ranged GETs of one object whose size was read when it was opened.
+// Ranged GETs of one object. Like a local file, the object may grow while a reader is open (a
+// writer's next Sync uploads a longer copy of the same bytes), so nothing is refused for lying
+// past the size seen when it was opened: the GET says where the object ends, and Size() asks
+// again (one HEAD; a caller that knows the size, as the catalog does, should not need it).
 class S3PackReader final : public PackReader {
  public:
-  S3PackReader(std::shared_ptr<S3Client> client, std::string key, std::string where, uint64_t size)
-      : client_(std::move(client)), key_(std::move(key)), where_(std::move(where)), size_(size) {}
+  S3PackReader(std::shared_ptr<S3Client> client, std::string key, std::string where)
+      : client_(std::move(client)), key_(std::move(key)), where_(std::move(where)) {}
 
   Status ReadAt(uint64_t offset, uint8_t* data, size_t size) const override {
     if (size == 0) return Status::Ok();
-    if (offset + size > size_) {
-      return Status::Corruption("pack " + where_ + " ends at byte " + std::to_string(size_) +
-                                ", before " + std::to_string(offset + size));
-    }
     S3Request r;
     r.key = key_;
     r.range_out = data;
@@ -79,13 +78,21 @@ class S3PackReader final : public PackReader {
     return s;
   }
 
-  Result<uint64_t> Size() const override { return size_; }
+  Result<uint64_t> Size() const override {
+    S3Request head;
+    head.method = S3Request::Method::kHead;
+    head.key = key_;
+    Status s = client_->RunOne(&head, "reading the size of " + where_);
+    if (s.code() == StatusCode::kNotFound)
+      return Status::Corruption("pack " + where_ + " is missing");
+    WB_RETURN_IF_ERROR(s);
+    return head.content_length;
+  }
 
  private:
   std::shared_ptr<S3Client> client_;
   std::string key_;
   std::string where_;
-  uint64_t size_;
 };
 
 class S3PackStore final : public PackStore {
@@ -109,7 +116,7 @@ class S3PackStore final : public PackStore {
     }
     WB_RETURN_IF_ERROR(s);
     return std::unique_ptr<PackReader>(
-        std::make_unique<S3PackReader>(client_, Key(name), Describe(name), head.content_length));
+        std::make_unique<S3PackReader>(client_, Key(name), Describe(name)));
   }
 
   Result<std::vector<StoredPack>> List() override {

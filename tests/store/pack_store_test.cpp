@@ -85,6 +85,25 @@ void CheckListAndRemove(PackStore& store) {
   CHECK((*after)[0].name == kPackB);
 }
 
+// A reader opened while the pack is still written sees what later Syncs add, as a local file
+// does.
+void CheckReaderSeesGrowth(PackStore& store) {
+  const std::vector<uint8_t> records = Pattern(50'000, 9);
+  Result<std::unique_ptr<PackWriter>> w = store.Create(kPackA, kRepoId);
+  REQUIRE(w.ok());
+  REQUIRE((*w)->Append(records.data(), 20'000).ok());
+  REQUIRE((*w)->Sync().ok());
+  Result<std::unique_ptr<PackReader>> r = store.Open(kPackA);
+  REQUIRE(r.ok());
+  CHECK((*r)->Size().value() == kPackHeaderSize + 20'000);
+  REQUIRE((*w)->Append(records.data() + 20'000, 30'000).ok());
+  REQUIRE((*w)->Sync().ok());
+  CHECK((*r)->Size().value() == kPackHeaderSize + records.size());
+  std::vector<uint8_t> got(40'000);
+  REQUIRE((*r)->ReadAt(kPackHeaderSize + 10'000, got.data(), got.size()).ok());
+  CHECK(std::equal(got.begin(), got.end(), records.begin() + 10'000));
+}
+
 std::unique_ptr<PackStore> LabStore() {
   const testing::S3Lab& lab = testing::S3Lab::Get();
   Result<std::unique_ptr<PackStore>> store =
@@ -117,4 +136,17 @@ TEST_CASE("pack store, s3: a pack reads back in ranges and ends where it was wri
 TEST_CASE("pack store, s3: list names every pack and remove is idempotent", "[store][s3lab]") {
   std::unique_ptr<PackStore> store = LabStore();
   CheckListAndRemove(*store);
+}
+
+TEST_CASE("pack store, local: a reader open while the pack is written sees what later syncs add",
+          "[store]") {
+  testing::TempDir dir("packs");
+  std::unique_ptr<PackStore> store = NewLocalPackStore(dir.path());
+  CheckReaderSeesGrowth(*store);
+}
+
+TEST_CASE("pack store, s3: a reader open while the pack is written sees what later syncs add",
+          "[store][s3lab]") {
+  std::unique_ptr<PackStore> store = LabStore();
+  CheckReaderSeesGrowth(*store);
 }
