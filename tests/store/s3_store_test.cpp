@@ -249,3 +249,19 @@ TEST_CASE("s3 store: one reader serves ranged reads from several threads at once
     th.join();
   CHECK(wrong == 0);
 }
+
+TEST_CASE("s3 store: https to a service that speaks no TLS fails at once as a TLS failure",
+          "[s3lab]") {
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+  const std::string authority = lab.endpoint.substr(lab.endpoint.find("//") + 2);
+  Result<S3Location> loc = ParseS3Url("s3:https://" + authority + "/" + testing::kS3LabBucket);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<S3Client>> client = S3Client::Create(*loc, lab.Credentials(), {});
+  REQUIRE(client.ok());
+  Result<std::vector<internal::S3ListedObject>> listed = (*client)->List("");
+  REQUIRE_FALSE(listed.ok());
+  INFO(listed.status().message());
+  CHECK(listed.status().code() == StatusCode::kAuthFailed);
+  CHECK(listed.status().message().find("TLS refused") != std::string::npos);
+  CHECK((*client)->retries() == 0);
+}
