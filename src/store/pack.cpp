@@ -92,13 +92,19 @@ Result<std::unique_ptr<PackWriter>> PackWriter::Create(const std::string& path,
   if (fd < 0) return Status::FromErrno(errno, "creating pack " + path);
   auto w = std::make_unique<LocalPackWriter>(fd, path);
   uint8_t header[kPackHeaderSize] = {};
+  WB_RETURN_IF_ERROR(MakePackHeader(repository_id, header));
+  WB_RETURN_IF_ERROR(WriteAll(fd, header, sizeof header, path));
+  w->set_size(sizeof header);
+  return std::unique_ptr<PackWriter>(std::move(w));
+}
+
+Status MakePackHeader(const std::string& repository_id, uint8_t (&header)[kPackHeaderSize]) {
+  std::memset(header, 0, kPackHeaderSize);
   std::memcpy(header, kPackMagic, sizeof kPackMagic);
   if (!FromHex(repository_id, header + 8, 16)) {
     return Status::Internal("bad repository id " + repository_id);
   }
-  WB_RETURN_IF_ERROR(WriteAll(fd, header, sizeof header, path));
-  w->set_size(sizeof header);
-  return std::unique_ptr<PackWriter>(std::move(w));
+  return Status::Ok();
 }
 
 Status CheckPackHeader(const PackReader& pack, const std::string& repository_id,

@@ -55,6 +55,10 @@ class FdPackReader final : public PackReader {
   int fd_;
 };
 
+// The header of a new pack of repository `repository_id` (32 hex digits); Internal when the id
+// is malformed.
+Status MakePackHeader(const std::string& repository_id, uint8_t (&header)[kPackHeaderSize]);
+
 // Checks a pack's header against the repository id.
 Status CheckPackHeader(const PackReader& pack, const std::string& repository_id,
                        const std::string& path);

@@ -1,0 +1,54 @@
+// A repository's packs on S3-compatible object storage (Ceph RGW, MinIO, AWS): each pack is one
+// object `PREFIX/packs/ab/abcdef….pack`, path-style, signed with SigV4 by libcurl. The writer
+// keeps the pack in memory and uploads it whole at every Sync (the same name and a longer copy
+// of the same bytes, so a retried or repeated upload is idempotent; once the pack is sealed it
+// is never written again); large packs go up as multipart uploads with parts in flight. So a
+// pack synced k times costs k uploads of what it holds by then: a repository on S3 should keep
+// packs small and sync each once, when it is closed (today's snapshot syncs a 512 MiB pack at
+// every commit, each 256 MiB or 10 s: the wiring of a repository to S3 must change that).
+// Readers fetch ranged GETs. Credentials come from the environment (or the caller), never from
+// argv, and appear in no message. Thread-safe: Open, List, Remove and readers from any thread
+// (S3Options::parallel_calls of them at once, each on its own reused connections); a PackWriter
+// belongs to one thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "common/secret.h"
+#include "store/pack_store.h"
+#include "store/s3_url.h"
+
+namespace wanbackup::pipeline {
+
+struct S3Credentials {
+  std::string access_key_id;
+  Secret secret_access_key;
+  std::string region = "us-east-1";
+};
+
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_DEFAULT_REGION (default us-east-1);
+// AuthFailed naming the missing variable.
+Result<S3Credentials> S3CredentialsFromEnvironment();
+
+struct S3Options {
+  std::string ca_file;           // TLS: this CA bundle instead of the system's store
+  int max_in_flight = 16;        // transfers at once in one call (multipart parts)
+  int parallel_calls = 4;        // threads whose requests run at once (readers), each on its own
+                                 // multi handle and connections
+  size_t part_size = 16u << 20;  // multipart above this size, in parts of this size
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::seconds stall_timeout{30};  // a transfer that moves no byte this long fails
+  int max_attempts = 6;                    // per request, the first included
+  std::chrono::milliseconds first_backoff{200};
+};
+
+// A store over the bucket and prefix of `location`. Checks nothing over the network: the first
+// request says whether the service, the bucket and the credentials are right.
+Result<std::unique_ptr<PackStore>> NewS3PackStore(const S3Location& location,
+                                                  S3Credentials credentials,
+                                                  const S3Options& options);
+
+}  // namespace wanbackup::pipeline
