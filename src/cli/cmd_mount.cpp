@@ -50,8 +50,7 @@ void PrintStats(const std::string& mountpoint, const mount::ReaderStats& s) {
   PrintInfo("unmounted " + mountpoint + ": " + std::to_string(s.chunks_fetched) +
             " chunks fetched (" + FormatBytes(s.stored_bytes_read) + " read from packs), " +
             std::to_string(s.zero_chunk_reads) + " reads of all-zero chunks served without I/O, " +
-            "cache " +
-            std::to_string(s.cache.hits) + " hits / " + std::to_string(s.cache.misses) +
+            "cache " + std::to_string(s.cache.hits) + " hits / " + std::to_string(s.cache.misses) +
             " misses, " + std::to_string(s.failed_reads) + " failed reads");
 }
 
@@ -79,9 +78,8 @@ Status MountAndServe(const MountCommandOptions& opts, int notify_fd, bool* mount
   options.reader = reader;
   options.on_mounted = [&, count]() -> Status {
     if (!background) {
-      PrintInfo("mounted " + std::to_string(count) + " snapshots of " + repo->path() +
-                " at " + opts.mountpoint + "; unmount with Ctrl-C or fusermount3 -u " +
-                opts.mountpoint);
+      PrintInfo("mounted " + std::to_string(count) + " snapshots of " + repo->path() + " at " +
+                opts.mountpoint + "; unmount with Ctrl-C or fusermount3 -u " + opts.mountpoint);
       return Status::Ok();
     }
     openlog("wanbackup-mount", LOG_PID, LOG_DAEMON);
@@ -152,7 +150,7 @@ void RegisterMount(CLI::App& app, Runner* runner) {
   auto opts = std::make_shared<MountCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "mount", "Open every snapshot as a read-only file system (FUSE), without restoring it");
-  cmd->add_option("mountpoint", opts->mountpoint, "an existing, empty directory")->required();
+  cmd->add_option("mountpoint", opts->mountpoint, "an existing directory with nothing mounted on it")->required();
   cmd->add_option("--cache-size", opts->cache_size,
                   "opened chunks kept in memory (default 256M; at least 16M)");
   cmd->add_option("--fetchers", opts->fetchers,
