@@ -44,8 +44,8 @@ class ChunkFetcher {
   ChunkCache& cache_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Job> jobs_;  // GUARDED_BY(mu_): urgent at the front
-  bool stopping_ = false; // GUARDED_BY(mu_)
+  std::deque<Job> jobs_;   // GUARDED_BY(mu_): urgent at the front
+  bool stopping_ = false;  // GUARDED_BY(mu_)
   std::atomic<uint64_t> stored_bytes_read_{0}, chunks_fetched_{0};
   std::vector<std::thread> threads_;
 };

@@ -21,8 +21,7 @@ std::unique_ptr<ReadAhead> ImageReader::NewReadAhead(size_t snapshot) const {
 
 Result<SnapshotImage*> ImageReader::Image(size_t snapshot) {
   if (!images_.at(snapshot)) {
-    WB_ASSIGN_OR_RETURN(images_[snapshot],
-                        SnapshotImage::Open(repo_, tree_.snapshots()[snapshot]));
+    WB_ASSIGN_OR_RETURN(images_[snapshot], SnapshotImage::Open(repo_, tree_.snapshots()[snapshot]));
   }
   return images_[snapshot].get();
 }
@@ -50,8 +49,8 @@ Result<size_t> ImageReader::Read(size_t snapshot, ReadAhead* ahead, uint64_t off
   }
   if (!status.ok()) {
     ++failed_reads_;
-    const Status failed = Status(status.code(), RangeText(s, offset, size) +
-                                                    " cannot be read: " + status.message());
+    const Status failed =
+        Status(status.code(), RangeText(s, offset, size) + " cannot be read: " + status.message());
     if (options_.log) options_.log(failed.message());
     return failed;
   }

@@ -3,10 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <climits>
 
 #include "mount/internal/fuse_fs.h"
 

@@ -35,8 +35,8 @@ class ReadAhead {
   const ReadAheadOptions options_;
   uint64_t end_ = UINT64_MAX;  // where the last read ended (none yet: no run)
   uint64_t run_bytes_ = 0;
-  uint64_t last_chunk_ = 0;     // the chunk the last read ended in
-  uint64_t asked_until_ = 0;    // chunks below this were asked for in this run
+  uint64_t last_chunk_ = 0;   // the chunk the last read ended in
+  uint64_t asked_until_ = 0;  // chunks below this were asked for in this run
   uint32_t window_ = 0;
 };
 

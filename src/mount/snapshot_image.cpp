@@ -14,8 +14,7 @@ Result<std::unique_ptr<SnapshotImage>> SnapshotImage::Open(pipeline::Repository&
                               std::to_string(c) + " is impossible");
   }
   std::unique_ptr<SnapshotImage> image(new SnapshotImage(repo, snapshot));
-  WB_ASSIGN_OR_RETURN(image->record_,
-                      pipeline::LoadMatchingRecord(repo, image->codec_, snapshot));
+  WB_ASSIGN_OR_RETURN(image->record_, pipeline::LoadMatchingRecord(repo, image->codec_, snapshot));
   image->map_.emplace(repo, image->codec_, image->record_);
   return image;
 }

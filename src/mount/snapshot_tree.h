@@ -43,8 +43,8 @@ class SnapshotTree {
  private:
   std::vector<catalog::SnapshotInfo> snapshots_;
   std::vector<std::string> info_;
-  std::map<std::string, size_t, std::less<>> dirs_;          // "12" -> index
-  std::map<std::string, std::string, std::less<>> links_;    // "latest" -> "12"
+  std::map<std::string, size_t, std::less<>> dirs_;        // "12" -> index
+  std::map<std::string, std::string, std::less<>> links_;  // "latest" -> "12"
 };
 
 // info.json of a snapshot: one JSON object and a newline.

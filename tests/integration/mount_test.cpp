@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -138,8 +138,7 @@ TEST_CASE("mount: a snapshot's disk.img loop-mounts to the same tree as the imag
   RepoCli repo(tmp);
   const std::string image = tmp / "fs.img";
   const RunResult built =
-      Run({WB_SOURCE_DIR "/scripts/fs-image", "build", image, "--size", "192M"},
-          LongRun());
+      Run({WB_SOURCE_DIR "/scripts/fs-image", "build", image, "--size", "192M"}, LongRun());
   REQUIRE(built.exit_code == 0);
   repo.Ok({"init", "--key-file", repo.key()});
   repo.Ok({"snapshot", image, "--tag", "nightly"});
@@ -161,12 +160,13 @@ TEST_CASE("mount: a snapshot's disk.img loop-mounts to the same tree as the imag
   LoopMount through(tmp / "mnt/latest/disk.img", tmp / "through");
   REQUIRE(direct.ok());
   REQUIRE(through.ok());
-  const RunResult diff = Run({"diff", "-r", "--no-dereference", tmp / "direct", tmp / "through"},
-                             LongRun());
+  const RunResult diff =
+      Run({"diff", "-r", "--no-dereference", tmp / "direct", tmp / "through"}, LongRun());
   INFO(diff.out << diff.err);
   CHECK(diff.exit_code == 0);
   // And a dozen files, byte for byte, named by the image's own list.
-  const RunResult listed = Run({WB_SOURCE_DIR "/scripts/fs-image", "files", image, "--count", "12"});
+  const RunResult listed =
+      Run({WB_SOURCE_DIR "/scripts/fs-image", "files", image, "--count", "12"});
   REQUIRE(listed.exit_code == 0);
   const std::vector<std::string> files = Lines(listed.out);
   CHECK(files.size() == 12);
@@ -230,7 +230,8 @@ TEST_CASE("mount: prune waits for a mount, and no pack under it disappears",
   WriteNoiseImage(tmp / "b.img", 2, 3);
   repo.Ok({"snapshot", tmp / "a.img"});
   repo.Ok({"snapshot", tmp / "b.img"});
-  repo.Ok({"forget", "1", "--allow-empty-source"});  // snapshot 1's chunks are now garbage prune would remove
+  repo.Ok({"forget", "1",
+           "--allow-empty-source"});  // snapshot 1's chunks are now garbage prune would remove
   const std::vector<std::string> before = PackFiles(repo.path());
 
   FuseMount mounted(repo, tmp / "mnt");

@@ -49,8 +49,7 @@ TEST_CASE("chunk cache: a waiter on another thread gets the bytes when they are 
   CHECK(seen == 42);
 }
 
-TEST_CASE("chunk cache: the least recently used chunks go when the capacity is passed",
-          "[mount]") {
+TEST_CASE("chunk cache: the least recently used chunks go when the capacity is passed", "[mount]") {
   ChunkCache cache(3000);
   for (uint8_t n = 1; n <= 3; ++n)
     cache.Fill(cache.Get(CacheKey(n)), CacheBytes(1000, n));

@@ -23,7 +23,9 @@ struct OpenImage {
   std::unique_ptr<ReadAhead> ahead;
 };
 
-FuseContext& Context() { return *static_cast<FuseContext*>(fuse_get_context()->private_data); }
+FuseContext& Context() {
+  return *static_cast<FuseContext*>(fuse_get_context()->private_data);
+}
 
 void FillStat(const FuseContext& ctx, const TreeNode& node, struct stat* st) {
   std::memset(st, 0, sizeof *st);
@@ -125,9 +127,9 @@ int Read(const char* path, char* buf, size_t size, off_t offset, fuse_file_info*
     return static_cast<int>(n);
   }
   auto* open = reinterpret_cast<OpenImage*>(fi->fh);
-  Result<size_t> n = ctx.reader.Read(open->snapshot, open->ahead.get(),
-                                     static_cast<uint64_t>(offset), size,
-                                     reinterpret_cast<uint8_t*>(buf));
+  Result<size_t> n =
+      ctx.reader.Read(open->snapshot, open->ahead.get(), static_cast<uint64_t>(offset), size,
+                      reinterpret_cast<uint8_t*>(buf));
   if (!n.ok()) return -EIO;  // logged by the reader, with the LBA range
   return static_cast<int>(*n);
 }
@@ -216,8 +218,8 @@ Status RunFuse(const std::string& mountpoint, FuseContext& context,
     // A signal ends the loop with EINTR: the normal end of a foreground mount, as an unmount.
     const int ended = CancellationRequested() ? 0 : fuse_loop(f.get());
     if (ended < 0 && !CancellationRequested()) {
-      status = Status::IoError("the FUSE loop of " + mountpoint + " failed: " +
-                               std::strerror(-ended));
+      status =
+          Status::IoError("the FUSE loop of " + mountpoint + " failed: " + std::strerror(-ended));
     }
   }
   fuse_unmount(f.get());
