@@ -20,6 +20,7 @@ Result<std::unique_ptr<SnapshotImage>> SnapshotImage::Open(pipeline::Repository&
 }
 
 Result<ChunkRef> SnapshotImage::Locate(uint64_t index) {
+  if (last_ && last_->index == index) return *last_;
   ChunkRef ref;
   ref.index = index;
   ref.offset = index * info_.chunk_size;
@@ -30,6 +31,7 @@ Result<ChunkRef> SnapshotImage::Locate(uint64_t index) {
   WB_ASSIGN_OR_RETURN(ref.digest, map_->At(index));
   if (ref.digest == pipeline::kZeroChunkDigest) {
     ref.zero = true;
+    last_ = ref;
     return ref;
   }
   WB_ASSIGN_OR_RETURN(std::optional<int64_t> id, repo_.catalog().FindChunk(ref.digest));
@@ -42,6 +44,7 @@ Result<ChunkRef> SnapshotImage::Locate(uint64_t index) {
   if (ref.where.raw_size != ref.length) {
     return Status::Corruption("chunk " + std::to_string(index) + " has the wrong size");
   }
+  last_ = ref;
   return ref;
 }
 

@@ -46,6 +46,9 @@ class SnapshotImage {
   pipeline::RecordCodec codec_;
   pipeline::SnapshotRecord record_;
   std::optional<pipeline::SealedMap> map_;  // over record_ and codec_
+  // The last chunk located: the kernel reads a chunk in many pieces (128 KiB each), and each
+  // would otherwise cost two catalog queries.
+  std::optional<ChunkRef> last_;
 };
 
 }  // namespace wanbackup::mount
