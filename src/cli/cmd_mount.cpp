@@ -93,7 +93,7 @@ Status MountAndServe(const MountCommandOptions& opts, int notify_fd, bool* mount
     return told ? Status::Ok() : Status::Cancelled("the starting process went away");
   };
   mount::ReaderStats stats;
-  const Status served = mount::ServeMount(*repo, std::move(snapshots), options, &stats);
+  Status served = mount::ServeMount(*repo, std::move(snapshots), options, &stats);
   if (!background && served.ok()) PrintStats(opts.mountpoint, stats);
   return served;
 }
@@ -109,7 +109,7 @@ Status MountInBackground(const MountCommandOptions& opts) {
     ::close(fds[0]);
     ::setsid();
     bool mounted = false;
-    const Status s = MountAndServe(opts, fds[1], &mounted);
+    Status s = MountAndServe(opts, fds[1], &mounted);
     if (!mounted) {  // tell the parent why
       const std::string report = std::to_string(static_cast<int>(s.code())) + "\n" + s.message();
       [[maybe_unused]] const ssize_t n = ::write(fds[1], report.data(), report.size());
@@ -150,7 +150,9 @@ void RegisterMount(CLI::App& app, Runner* runner) {
   auto opts = std::make_shared<MountCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "mount", "Open every snapshot as a read-only file system (FUSE), without restoring it");
-  cmd->add_option("mountpoint", opts->mountpoint, "an existing directory with nothing mounted on it")->required();
+  cmd->add_option("mountpoint", opts->mountpoint,
+                  "an existing directory with nothing mounted on it")
+      ->required();
   cmd->add_option("--cache-size", opts->cache_size,
                   "opened chunks kept in memory (default 256M; at least 16M)");
   cmd->add_option("--fetchers", opts->fetchers,

@@ -92,7 +92,7 @@ Status ServeMount(pipeline::Repository& repo, std::vector<catalog::SnapshotInfo>
   const SnapshotTree tree(std::move(snapshots));
   ImageReader reader(repo, tree, options.reader);
   internal::FuseContext context{tree, reader, ::geteuid(), ::getegid()};
-  const Status served = internal::RunFuse(options.mountpoint, context, options.on_mounted);
+  Status served = internal::RunFuse(options.mountpoint, context, options.on_mounted);
   if (stats != nullptr) *stats = reader.stats();
   return served;
 }

@@ -123,7 +123,7 @@ int Read(const char* path, char* buf, size_t size, off_t offset, fuse_file_info*
     const std::string& text = ctx.tree.info_json(node.snapshot);
     if (static_cast<uint64_t>(offset) >= text.size()) return 0;
     const size_t n = std::min(size, text.size() - static_cast<size_t>(offset));
-    std::memcpy(buf, text.data() + offset, n);
+    std::copy_n(text.data() + offset, n, buf);
     return static_cast<int>(n);
   }
   auto* open = reinterpret_cast<OpenImage*>(fi->fh);
