@@ -106,6 +106,10 @@ class LoopMount {
   bool mounted_ = false;
 };
 
+std::string FsImageScript() {
+  return std::string(WB_SOURCE_DIR) + "/scripts/fs-image";
+}
+
 RunOptions LongRun() {
   RunOptions o;
   o.timeout = std::chrono::seconds(300);
@@ -137,8 +141,7 @@ TEST_CASE("mount: a snapshot's disk.img loop-mounts to the same tree as the imag
   TempDir tmp("mount");
   RepoCli repo(tmp);
   const std::string image = tmp / "fs.img";
-  const RunResult built =
-      Run({WB_SOURCE_DIR "/scripts/fs-image", "build", image, "--size", "192M"}, LongRun());
+  const RunResult built = Run({FsImageScript(), "build", image, "--size", "192M"}, LongRun());
   REQUIRE(built.exit_code == 0);
   repo.Ok({"init", "--key-file", repo.key()});
   repo.Ok({"snapshot", image, "--tag", "nightly"});
@@ -165,8 +168,7 @@ TEST_CASE("mount: a snapshot's disk.img loop-mounts to the same tree as the imag
   INFO(diff.out << diff.err);
   CHECK(diff.exit_code == 0);
   // And a dozen files, byte for byte, named by the image's own list.
-  const RunResult listed =
-      Run({WB_SOURCE_DIR "/scripts/fs-image", "files", image, "--count", "12"});
+  const RunResult listed = Run({FsImageScript(), "files", image, "--count", "12"});
   REQUIRE(listed.exit_code == 0);
   const std::vector<std::string> files = Lines(listed.out);
   CHECK(files.size() == 12);
@@ -290,6 +292,36 @@ TEST_CASE("mount: --background returns once mounted, and fusermount3 -u ends it"
   CHECK(SameFile(tmp / "mnt/1/disk.img", tmp / "a.img"));
   CHECK(Run({"fusermount3", "-u", tmp / "mnt"}).exit_code == 0);
   CHECK_FALSE(fs::exists(tmp / "mnt/latest"));
+}
+
+TEST_CASE("mount: a snapshot served as a read-only LUN by tgt copies back bit-exact",
+          "[mount][integration]") {
+  if (const std::string why = FuseMissing(); !why.empty()) WB_SKIP(why);
+  if (Run({"sh", "-c", "command -v tgtd"}).exit_code != 0) WB_SKIP("no tgtd (tgt)");
+  TempDir tmp("mountlun");
+  RepoCli repo(tmp);
+  repo.Ok({"init", "--key-file", repo.key()});
+  WriteNoiseImage(tmp / "a.img", 5, 3);
+  repo.Ok({"snapshot", tmp / "a.img"});
+  FuseMount mounted(repo, tmp / "mnt");
+  REQUIRE(mounted.ready());
+  // Instant access: the reference target with the mounted disk.img as its backing store.
+  const std::string iqn = "iqn.2026-11.org.wanbackup:instant";
+  const std::string portal = "127.0.0.1:3299";
+  const std::string reftarget = std::string(WB_SOURCE_DIR) + "/scripts/reftarget";
+  const RunResult started =
+      Run({reftarget, "start", "--dir", tmp / "target", "--portal", portal, "--iqn", iqn,
+           "--backing", tmp / "mnt/latest/disk.img", "--readonly"},
+          LongRun());
+  INFO(started.out << started.err);
+  REQUIRE(started.exit_code == 0);
+  const RunResult copied =
+      Local({"copy", "iscsi://" + portal + "/" + iqn + "/1", tmp / "copy.img"}, LongRun());
+  Run({reftarget, "stop", "--dir", tmp / "target"}, LongRun());
+  INFO(copied.out << copied.err);
+  CHECK(copied.exit_code == 0);
+  CHECK(SameFile(tmp / "copy.img", tmp / "a.img"));
+  CHECK(mounted.Unmount() == 0);
 }
 
 }  // namespace wanbackup::testing
