@@ -73,9 +73,14 @@ Status CheckCanMount(const std::string& mountpoint) {
                         "umount it first)");
   }
   if (::access("/dev/fuse", R_OK | W_OK) != 0) {
+    if (errno == EACCES || errno == EPERM) {
+      return Status::PermissionDenied(
+          "this user may not use /dev/fuse: mount as root, or give the user read and write "
+          "access to it");
+    }
     return Status::NotFound(
-        "/dev/fuse is absent or not usable: load the fuse kernel module (modprobe fuse), or "
-        "give the container the device (--device /dev/fuse)");
+        "/dev/fuse is absent: load the fuse kernel module (modprobe fuse), or give the "
+        "container the device (--device /dev/fuse)");
   }
   if (::geteuid() != 0 && !UserAllowOther()) {
     return Status::PermissionDenied(

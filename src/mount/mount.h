@@ -27,8 +27,9 @@ struct MountOptions {
 };
 
 // What stops a mount, each one clear line: the mountpoint missing (NotFound) or not a directory
-// (InvalidArgument), something mounted there already (Busy), /dev/fuse absent (NotFound), not
-// root and no user_allow_other in /etc/fuse.conf (PermissionDenied). Changes nothing.
+// (InvalidArgument), something mounted there already (Busy), /dev/fuse absent (NotFound) or
+// not this user's to use, not root and no user_allow_other in /etc/fuse.conf
+// (PermissionDenied). Changes nothing.
 Status CheckCanMount(const std::string& mountpoint);
 
 // Mounts `snapshots` (complete ones, oldest first) at options.mountpoint and serves requests

@@ -1,6 +1,7 @@
 // `wanbackup mount` through the real kernel: FUSE, loop devices, ext4. Root; local
 // repositories (no WAN). Each test unmounts what it mounted and detaches its loop devices.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/other_user.h"
 #include "support/repo_cli.h"
 #include "support/skip.h"
 #include "support/subprocess.h"
@@ -443,6 +445,43 @@ TEST_CASE("mount: the partitions of a partitioned disk, ext4 and XFS, read the s
   }
   CHECK(fs::exists(tmp / "through/two/linux/fs.h"));
   CHECK(FileContents(tmp / "through/two/linux/fs.h") == FileContents("/usr/include/linux/fs.h"));
+}
+
+TEST_CASE("mount: without /dev/fuse, or as a user fuse.conf does not allow, one clear line",
+          "[mount][integration]") {
+  if (const std::string why = FuseMissing(); !why.empty()) WB_SKIP(why);
+  TempDir tmp("mountnofuse");
+  RepoCli repo(tmp);
+  repo.Ok({"init", "--key-file", repo.key()});
+  WriteNoiseImage(tmp / "a.img", 6, 2);
+  repo.Ok({"snapshot", tmp / "a.img"});
+  fs::create_directories(tmp / "mnt");
+  // A mount namespace whose /dev is an empty tmpfs: no /dev/fuse.
+  RunOptions o;
+  o.env["WANBACKUP_REPO"] = repo.path();
+  o.env["WANBACKUP_KEY_FILE"] = repo.key();
+  const RunResult no_fuse =
+      Run({"unshare", "-m", "sh", "-c", "mount -t tmpfs none /dev && exec \"$0\" mount \"$1\"",
+           WB_WANBACKUP_BIN, tmp / "mnt"},
+          o);
+  CHECK(no_fuse.exit_code == 6);
+  CHECK(no_fuse.err.find("/dev/fuse is absent") != std::string::npos);
+  CHECK(Lines(no_fuse.err).size() == 1);
+  CHECK_FALSE(fs::exists(tmp / "mnt/latest"));
+
+  // Not root, and /etc/fuse.conf without user_allow_other.
+  if (FileContents("/etc/fuse.conf").find("\nuser_allow_other") != std::string::npos) return;
+  if (!OtherUserCanSearch(WB_WANBACKUP_BIN)) return;  // the binary is out of its reach
+  char open_dir[] = "/tmp/wb-mount-user-XXXXXX";
+  REQUIRE(::mkdtemp(open_dir) != nullptr);
+  ::chmod(open_dir, 0755);
+  const RunResult user = Run(AsOtherUserArgv({WB_WANBACKUP_BIN, "mount", open_dir}), o);
+  ::rmdir(open_dir);
+  // Refused for /dev/fuse (root's alone on some systems) or for fuse.conf, whichever comes
+  // first; either way the line says to mount as root.
+  CHECK(user.exit_code == 5);
+  CHECK(user.err.find("as root") != std::string::npos);
+  CHECK(Lines(user.err).size() == 1);
 }
 
 }  // namespace wanbackup::testing
