@@ -16,7 +16,9 @@ ImageReader::ImageReader(pipeline::Repository& repo, const SnapshotTree& tree,
 
 std::unique_ptr<ReadAhead> ImageReader::NewReadAhead(size_t snapshot) const {
   const catalog::SnapshotInfo& s = tree_.snapshots().at(snapshot);
-  return std::make_unique<ReadAhead>(s.size_bytes, s.chunk_size, options_.read_ahead);
+  return std::make_unique<ReadAhead>(
+      s.size_bytes, s.chunk_size,
+      FitToCache(options_.read_ahead, options_.cache_bytes, s.chunk_size));
 }
 
 Result<SnapshotImage*> ImageReader::Image(size_t snapshot) {

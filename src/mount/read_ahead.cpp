@@ -4,6 +4,14 @@
 
 namespace wanbackup::mount {
 
+ReadAheadOptions FitToCache(ReadAheadOptions options, uint64_t cache_bytes, uint32_t chunk_size) {
+  if (chunk_size == 0) return options;
+  const uint64_t fits = std::max<uint64_t>(1, cache_bytes / 2 / chunk_size);
+  options.max_window = static_cast<uint32_t>(std::min<uint64_t>(options.max_window, fits));
+  options.initial_window = std::min(options.initial_window, options.max_window);
+  return options;
+}
+
 ReadAhead::ReadAhead(uint64_t image_size, uint32_t chunk_size, const ReadAheadOptions& options)
     : chunk_count_(chunk_size == 0 ? 0 : (image_size + chunk_size - 1) / chunk_size),
       chunk_size_(chunk_size),

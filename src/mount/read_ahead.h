@@ -20,6 +20,11 @@ struct ReadAheadOptions {
   uint32_t max_window = 8;
 };
 
+// `options` with a window that fits in half of a cache of `cache_bytes` (at least one chunk):
+// chunks fetched ahead must still be cached when the reader reaches them, so a large chunk
+// size or a small cache means a smaller window, not chunks fetched twice.
+ReadAheadOptions FitToCache(ReadAheadOptions options, uint64_t cache_bytes, uint32_t chunk_size);
+
 class ReadAhead {
  public:
   ReadAhead(uint64_t image_size, uint32_t chunk_size, const ReadAheadOptions& options);

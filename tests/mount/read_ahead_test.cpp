@@ -72,4 +72,15 @@ TEST_CASE("read-ahead: a trigger it never reaches means none at all", "[mount]")
     REQUIRE(ra.OnRead(offset, kRaRead).empty());
 }
 
+TEST_CASE("read-ahead: the window fits in half the cache, and is at least one chunk", "[mount]") {
+  CHECK(FitToCache(RaOptions(), 256u << 20, kRaChunk).max_window == 8);  // 32 of 128 MiB
+  CHECK(FitToCache(RaOptions(), 32u << 20, kRaChunk).max_window == 4);   // 16 MiB
+  const ReadAheadOptions big = FitToCache(RaOptions(), 256u << 20, 64u << 20);
+  CHECK(big.max_window == 2);
+  CHECK(big.initial_window == 2);
+  const ReadAheadOptions tiny = FitToCache(RaOptions(), 16u << 20, 64u << 20);
+  CHECK(tiny.max_window == 1);
+  CHECK(tiny.initial_window == 1);
+}
+
 }  // namespace wanbackup::mount
