@@ -484,4 +484,42 @@ TEST_CASE("mount: without /dev/fuse, or as a user fuse.conf does not allow, one 
   CHECK(Lines(user.err).size() == 1);
 }
 
+TEST_CASE("mount: one file out of the image fetches only the chunks it and its metadata touch",
+          "[mount][integration]") {
+  if (const std::string why = FuseMissing(); !why.empty()) WB_SKIP(why);
+  TempDir tmp("mountone");
+  RepoCli repo(tmp);
+  const std::string image = tmp / "fs.img";
+  REQUIRE(Run({FsImageScript(), "build", image, "--size", "256M"}, LongRun()).exit_code == 0);
+  repo.Ok({"init", "--key-file", repo.key()});
+  const auto snap = Json(repo.Ok({"snapshot", image, "--json"}));
+  const uint64_t stored_chunks =
+      snap["chunks_total"].get<uint64_t>() - snap["chunks_zero"].get<uint64_t>();
+  const RunResult listed =
+      Run({FsImageScript(), "files", image, "--count", "1", "--min-size", "1048576"});
+  const std::vector<std::string> files = Lines(listed.out);
+  REQUIRE(files.size() == 1);
+
+  FuseMount mounted(repo, tmp / "mnt");
+  REQUIRE(mounted.ready());
+  {
+    LoopMount through(tmp / "mnt/1/disk.img", tmp / "through");
+    REQUIRE(through.ok());
+    CHECK(FileContents(tmp / "through" + files[0]).size() >= (1u << 20));
+  }
+  REQUIRE(mounted.Unmount() == 0);
+  // "unmounted MNT: N chunks fetched (...)"
+  const std::string log = mounted.log();
+  INFO(log);
+  const size_t at = log.find(" chunks fetched");
+  REQUIRE(at != std::string::npos);
+  const size_t start = log.rfind(' ', at - 1) + 1;
+  const uint64_t fetched = std::stoull(log.substr(start, at - start));
+  // The file's chunk or two, and the superblock, group descriptors, inode tables and
+  // directories on the way: a handful, not the image.
+  CHECK(fetched >= 1);
+  CHECK(fetched <= 12);
+  CHECK(fetched * 3 < stored_chunks);
+}
+
 }  // namespace wanbackup::testing
