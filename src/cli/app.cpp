@@ -22,10 +22,10 @@ namespace {
 
 // Every verb, in the order --help lists them.
 constexpr RegisterFn kCommands[] = {
-    RegisterInit,     RegisterSnapshot, RegisterSnapshots, RegisterRestore, RegisterReplicate,
-    RegisterReplicas, RegisterVerify,   RegisterForget,    RegisterPrune,   RegisterRun,
-    RegisterJobs,     RegisterSchedule, RegisterKey,       RegisterRepair,  RegisterMigrate,
-    RegisterTrust,    RegisterProbe,    RegisterCopy,
+    RegisterInit,      RegisterSnapshot, RegisterSnapshots, RegisterRestore, RegisterMount,
+    RegisterReplicate, RegisterReplicas, RegisterVerify,    RegisterForget,  RegisterPrune,
+    RegisterRun,       RegisterJobs,     RegisterSchedule,  RegisterKey,     RegisterRepair,
+    RegisterMigrate,   RegisterTrust,    RegisterProbe,     RegisterCopy,
 };
 
 extern "C" void OnTerminationSignal(int signo) {

@@ -22,6 +22,7 @@ void RegisterInit(CLI::App& app, Runner* runner);
 void RegisterJobs(CLI::App& app, Runner* runner);
 void RegisterKey(CLI::App& app, Runner* runner);
 void RegisterMigrate(CLI::App& app, Runner* runner);
+void RegisterMount(CLI::App& app, Runner* runner);
 void RegisterProbe(CLI::App& app, Runner* runner);
 void RegisterPrune(CLI::App& app, Runner* runner);
 void RegisterRepair(CLI::App& app, Runner* runner);

@@ -51,19 +51,6 @@ Status CheckSegment(const catalog::SnapshotInfo& s, uint64_t first, size_t count
   return Status::Ok();
 }
 
-// Reads and opens chunk `c` into `out` (raw_size bytes). The record must be a chunk with the
-// digest the sealed map names: the AEAD binds the header's digest, and Open checks the
-// plaintext against it, so a catalog row pointed at another record cannot be written.
-Status LoadChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
-                 const Digest& sealed, std::vector<uint8_t>* record, uint8_t* out) {
-  WB_ASSIGN_OR_RETURN(const PackReader* pack, repo.Pack(c.pack_id));
-  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*pack, c.offset, c.stored_size, record));
-  if (h.digest != sealed || h.raw_size != c.raw_size || h.kind != RecordKind::kChunk) {
-    return Status::Corruption("the record in the pack is not the chunk the sealed map names");
-  }
-  return codec.Open(h, record->data() + kRecordHeaderSize, out);
-}
-
 // A Corruption from the sealed map, naming the snapshot.
 Status SealedMapError(const catalog::SnapshotInfo& s, const Status& error) {
   if (error.code() != StatusCode::kCorruption) return error;
@@ -248,7 +235,7 @@ class SegmentWriter {
     }
     const catalog::ChunkRecord& c = segment.where.at(segment.ids[k]);
     Status s = c.raw_size == length
-                   ? LoadChunk(repo_, codec, c, segment.ids[k], record, chunk->data())
+                   ? LoadSealedChunk(repo_, codec, c, segment.ids[k], record, chunk->data())
                    : Status::Corruption("the chunk has the wrong size");
     if (s.ok()) s = sink_.Write(offset, chunk->data(), length);
     if (!s.ok() && s.code() == StatusCode::kCorruption) {

@@ -55,6 +55,16 @@ Result<std::vector<uint8_t>> LoadRecord(Repository& repo, RecordCodec& codec,
   return plain;
 }
 
+Status LoadSealedChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
+                       const Digest& sealed, std::vector<uint8_t>* record, uint8_t* out) {
+  WB_ASSIGN_OR_RETURN(const PackReader* pack, repo.Pack(c.pack_id));
+  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*pack, c.offset, c.stored_size, record));
+  if (h.digest != sealed || h.raw_size != c.raw_size || h.kind != RecordKind::kChunk) {
+    return Status::Corruption("the record in the pack is not the chunk the sealed map names");
+  }
+  return codec.Open(h, record->data() + kRecordHeaderSize, out);
+}
+
 Result<SnapshotRecord> LoadSnapshotRecord(Repository& repo, RecordCodec& codec,
                                           const catalog::SnapshotInfo& row) {
   if (row.record_id == 0) {

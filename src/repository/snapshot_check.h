@@ -23,6 +23,14 @@ Result<std::vector<uint8_t>> LoadRecord(Repository& repo, RecordCodec& codec,
                                         const catalog::ChunkRecord& c, RecordKind kind,
                                         size_t max_raw);
 
+// Reads and opens the chunk record `c` into `out` (c.raw_size bytes; `record` is scratch space
+// for the stored record). The record must be a chunk whose digest is `sealed`, the digest a
+// sealed map names: the AEAD binds the header's digest and Open checks the plaintext against
+// it, so a catalog row pointed at another record yields Corruption, never other bytes. What
+// restore and mount read every chunk with. Thread-safe (Pack() and a codec per thread).
+Status LoadSealedChunk(Repository& repo, RecordCodec& codec, const catalog::ChunkRecord& c,
+                       const Digest& sealed, std::vector<uint8_t>* record, uint8_t* out);
+
 // The sealed record of a catalog snapshot row (Corruption when it has none, or it is damaged).
 Result<SnapshotRecord> LoadSnapshotRecord(Repository& repo, RecordCodec& codec,
                                           const catalog::SnapshotInfo& row);

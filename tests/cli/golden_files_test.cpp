@@ -52,7 +52,7 @@ TEST_CASE("golden: every command's --help is exactly its golden text", "[cli][go
       {"verify"},  {"key"},   {"key", "change"}, {"repair"},    {"repair", "catalog"},
       {"migrate"}, {"probe"}, {"copy"},          {"forget"},    {"prune"},
       {"run"},     {"jobs"},  {"schedule"},      {"replicate"}, {"replicas"},
-      {"trust"}};
+      {"trust"},   {"mount"}};
   for (const auto& command : commands) {
     std::string name = "wanbackup";
     for (const std::string& word : command)

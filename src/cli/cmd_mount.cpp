@@ -1,0 +1,187 @@
+// wanbackup mount MOUNTPOINT: every snapshot of a repository as a read-only file system (FUSE),
+// each a directory with disk.img and info.json, read on demand.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/console.h"
+#include "cli/repo_flags.h"
+#include "common/units.h"
+#include "mount/mount.h"
+
+namespace wanbackup::cli {
+namespace {
+
+struct MountCommandOptions {
+  std::string mountpoint;
+  std::string cache_size = "256M";
+  int fetchers = 4;
+  uint32_t read_ahead = 8;
+  bool background = false;
+  RepoFlags repo;
+};
+
+Result<mount::ReaderOptions> ReaderOptionsOf(const MountCommandOptions& opts) {
+  mount::ReaderOptions reader;
+  Result<uint64_t> cache = ParseSize(opts.cache_size);
+  if (!cache.ok() || *cache < (16u << 20)) {
+    return Status::InvalidArgument("--cache-size " + opts.cache_size +
+                                   ": want a size of at least 16M (e.g. 256M, 2G)");
+  }
+  if (opts.fetchers < 1 || opts.fetchers > 64) {
+    return Status::InvalidArgument("--fetchers must be from 1 to 64");
+  }
+  if (opts.read_ahead > 256) return Status::InvalidArgument("--read-ahead must be at most 256");
+  reader.cache_bytes = *cache;
+  reader.fetch_threads = opts.fetchers;
+  reader.read_ahead.max_window = opts.read_ahead;
+  reader.read_ahead.initial_window = std::min<uint32_t>(2, opts.read_ahead);
+  if (opts.read_ahead == 0) reader.read_ahead.trigger_bytes = UINT64_MAX;
+  return reader;
+}
+
+void PrintStats(const std::string& mountpoint, const mount::ReaderStats& s) {
+  PrintInfo("unmounted " + mountpoint + ": " + std::to_string(s.chunks_fetched) +
+            " chunks fetched (" + FormatBytes(s.stored_bytes_read) + " read from packs), " +
+            std::to_string(s.zero_chunk_reads) + " reads of all-zero chunks served without I/O, " +
+            "cache " + std::to_string(s.cache.hits) + " hits / " + std::to_string(s.cache.misses) +
+            " misses, " + std::to_string(s.failed_reads) + " failed reads");
+}
+
+// Opens the repository (its reader lock held while mounted), mounts and serves. `notify_fd`
+// (>= 0 for --background) gets "K" once mounted; the process then leaves the terminal, and
+// *mounted says so.
+Status MountAndServe(const MountCommandOptions& opts, int notify_fd, bool* mounted) {
+  RepoFlags flags = opts.repo;
+  flags.command = "mount " + opts.mountpoint;  // what prune names when the mount holds it back
+  WB_ASSIGN_OR_RETURN(mount::ReaderOptions reader, ReaderOptionsOf(opts));
+  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(flags, pipeline::OpenMode::kRead));
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> snapshots,
+                      repo->catalog().Snapshots(false));
+  const bool background = notify_fd >= 0;
+  const size_t count = snapshots.size();
+  reader.log = [background](const std::string& line) {
+    if (background) {
+      syslog(LOG_ERR, "%s", line.c_str());
+    } else {
+      PrintError(line);
+    }
+  };
+  mount::MountOptions options;
+  options.mountpoint = opts.mountpoint;
+  options.reader = reader;
+  options.on_mounted = [&, count]() -> Status {
+    if (!background) {
+      PrintInfo("mounted " + std::to_string(count) + " snapshots of " + repo->path() + " at " +
+                opts.mountpoint + "; unmount with Ctrl-C or fusermount3 -u " + opts.mountpoint);
+      return Status::Ok();
+    }
+    openlog("wanbackup-mount", LOG_PID, LOG_DAEMON);
+    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd <= 2 && null_fd >= 0; ++fd)
+      ::dup2(null_fd, fd);
+    if (null_fd > 2) ::close(null_fd);
+    const bool told = ::write(notify_fd, "K", 1) == 1;
+    ::close(notify_fd);
+    *mounted = true;
+    return told ? Status::Ok() : Status::Cancelled("the starting process went away");
+  };
+  mount::ReaderStats stats;
+  Status served = mount::ServeMount(*repo, std::move(snapshots), options, &stats);
+  if (!background && served.ok()) PrintStats(opts.mountpoint, stats);
+  return served;
+}
+
+// --background: the mount runs in a child (which opens the repository, so the reader lock
+// and its holder line are the child's); this process waits until it is mounted or failed.
+Status MountInBackground(const MountCommandOptions& opts) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe");
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno(errno, "fork");
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::setsid();
+    bool mounted = false;
+    Status s = MountAndServe(opts, fds[1], &mounted);
+    if (!mounted) {  // tell the parent why
+      const std::string report = std::to_string(static_cast<int>(s.code())) + "\n" + s.message();
+      [[maybe_unused]] const ssize_t n = ::write(fds[1], report.data(), report.size());
+      ::_exit(1);
+    }
+    return s;  // mounted, served, unmounted: this child ends through main
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    report.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (report == "K") {
+    PrintInfo("mounted at " + opts.mountpoint + " in the background (pid " + std::to_string(pid) +
+              "); unmount with fusermount3 -u " + opts.mountpoint);
+    return Status::Ok();
+  }
+  ::waitpid(pid, nullptr, 0);
+  const size_t nl = report.find('\n');
+  if (nl == std::string::npos) return Status::Internal("the mount process ended without a word");
+  return Status(static_cast<StatusCode>(std::stoi(report.substr(0, nl))), report.substr(nl + 1));
+}
+
+Status RunMount(const MountCommandOptions& opts) {
+  // Before any passphrase is asked for: what would stop the mount anyway.
+  WB_RETURN_IF_ERROR(mount::CheckCanMount(opts.mountpoint));
+  WB_RETURN_IF_ERROR(ReaderOptionsOf(opts).status());
+  return opts.background ? MountInBackground(opts) : MountAndServe(opts, -1, nullptr);
+}
+
+}  // namespace
+
+void RegisterMount(CLI::App& app, Runner* runner) {
+  auto opts = std::make_shared<MountCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "mount", "Open every snapshot as a read-only file system (FUSE), without restoring it");
+  cmd->add_option("mountpoint", opts->mountpoint,
+                  "an existing directory with nothing mounted on it")
+      ->required();
+  cmd->add_option("--cache-size", opts->cache_size,
+                  "opened chunks kept in memory (default 256M; at least 16M)");
+  cmd->add_option("--fetchers", opts->fetchers,
+                  "chunks fetched from the packs at once (default 4; 1 to 64)");
+  cmd->add_option("--read-ahead", opts->read_ahead,
+                  "chunks fetched ahead of a sequential reader, at most (default 8; 0: none)");
+  cmd->add_flag("--background", opts->background,
+                "detach once mounted (errors then go to syslog); unmount with fusermount3 -u");
+  AddRepoFlags(cmd, &opts->repo);
+  cmd->footer(
+      "\nEach snapshot is a directory named by its number, holding disk.img (the LUN's bytes,\n"
+      "its exact size) and info.json (source, time, size, block size, tag); 'latest' and each\n"
+      "tag name are symlinks to a snapshot's directory. Nothing can be written. A read fetches\n"
+      "only the chunks it touches (authenticated and decompressed, as restore does), keeps them\n"
+      "in a bounded cache, and fetches ahead while a reader goes sequentially; all-zero chunks\n"
+      "cost nothing. A damaged chunk makes the read that touches it fail (EIO), logged with its\n"
+      "LBA range: never wrong bytes. The mount holds the repository's reader lock, so prune\n"
+      "waits for it (or names it), and snapshots taken after mounting appear at the next mount.\n"
+      "Runs in the foreground until Ctrl-C, SIGTERM or fusermount3 -u MOUNTPOINT.\n"
+      "\nFILE-LEVEL RESTORE (as root):\n"
+      "  dev=$(losetup --find --show --read-only --partscan MOUNTPOINT/latest/disk.img)\n"
+      "  mount -o ro,noload $dev /mnt/restore      # ext4 (XFS: -o ro,norecovery,nouuid); a\n"
+      "                                           # partition of a disk is ${dev}p1 ...\n"
+      "  cp -a /mnt/restore/etc/app.conf /srv/; umount /mnt/restore; losetup -d $dev\n"
+      "\nEXAMPLES:\n"
+      "  wanbackup mount /mnt/backups --repo /backup/db\n"
+      "  wanbackup mount /mnt/backups --repo /backup/db --background --cache-size 1G\n"
+      "  fusermount3 -u /mnt/backups");
+  cmd->callback([opts, runner] { *runner = [opts] { return RunMount(*opts); }; });
+}
+
+}  // namespace wanbackup::cli
