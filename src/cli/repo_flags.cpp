@@ -217,7 +217,35 @@ Status CheckRepositoryBeforeUse(const RepoFlags& flags) {
   return CheckConfigBeforeUse(flags, path, config, anchors, pipeline::CanonicalLocation(path));
 }
 
+namespace {
+
+// Why a new repository may not be made at `path`: inside another repository (whose prune and
+// repair would take its files for their own) or inside the trust anchor directory; "" if neither.
+std::string InsideSomethingElse(const std::string& path) {
+  guard::Destination at;
+  at.name = path;
+  at.identity = guard::Identify(path);
+  std::vector<guard::Protected> holding;
+  guard::AddRepositoriesHolding(at.identity, &holding);
+  if (!guard::CheckWriteTarget(at, holding).ok() && !holding.empty()) return holding[0].what;
+  namespace fs = std::filesystem;
+  const std::string security =
+      fs::weakly_canonical(fs::absolute(pipeline::DefaultSecurityDir())).string();
+  const std::string spelled = at.identity.spelling;
+  if (spelled == security || spelled.starts_with(security + "/")) {
+    return "the trust anchor directory " + security;
+  }
+  return "";
+}
+
+}  // namespace
+
 Status CheckNewRepositoryPlace(const std::string& path) {
+  if (const std::string other = InsideSomethingElse(path); !other.empty()) {
+    return Status::InvalidArgument(path + " lies in " + other +
+                                   ": a repository there would be taken for its files; give a "
+                                   "directory outside it. Nothing was changed");
+  }
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   Result<ResolvedPath> where =

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -50,6 +51,17 @@ TEST_CASE("local user: a key file inside a repository is refused by init and key
   CheckOneLineError(repo.Wb({"key", "change", "--new-key-file", repo.path() + "/packs/new.key"}), 2,
                     "--new-key-file " + repo.path() + "/packs/new.key lies in a repository");
   CHECK(!std::filesystem::exists(repo.path() + "/packs/new.key"));
+  // Nor a repository inside another one, whose prune and repair would take its files.
+  for (const std::string& inner : {repo.path() + "/packs/inner", repo.path() + "/readers/r",
+                                   repo.path() + "/inner"}) {
+    CheckOneLineError(repo.Wb({"init", inner, "--key-file", dir / "inner.key"}), 2,
+                      inner + " lies in repository " + repo.path());
+    CHECK(!std::filesystem::exists(inner));
+  }
+  const std::string anchors = std::string(std::getenv("WANBACKUP_SECURITY_DIR")) + "/repo";
+  CheckOneLineError(repo.Wb({"init", anchors, "--key-file", dir / "inner.key"}), 2,
+                    "lies in the trust anchor directory");
+  CHECK(!std::filesystem::exists(anchors));
 }
 
 TEST_CASE(
