@@ -40,6 +40,14 @@ class SmallDisk {
   std::string at_;
 };
 
+// Writes `file` until its filesystem is full.
+void FillUp(const std::string& file) {
+  std::ofstream filler(file, std::ios::binary);
+  const std::string block(4096, 'x');
+  while (filler.write(block.data(), block.size())) {
+  }
+}
+
 bool SaysSql(const std::string& text) {
   for (const char* word : {"INSERT", "UPDATE", "SELECT", "DELETE", "BEGIN", "COMMIT"}) {
     if (text.find(word) != std::string::npos) return true;
@@ -101,12 +109,7 @@ TEST_CASE("run: a full disk is one sentence, quotes no SQL and leaves no tempora
                         << dir / "missing.img"
                         << "\"\n\n[metrics]\ntextfile = \"" << textdir << "/wanbackup.prom\"\n";
   REQUIRE(::chmod(config.c_str(), 0600) == 0);
-  {
-    std::ofstream filler(disk + "/filler", std::ios::binary);
-    const std::string block(4096, 'x');
-    while (filler.write(block.data(), block.size())) {
-    }
-  }
+  FillUp(disk + "/filler");
   for (int run = 0; run < 2; ++run) {
     const RunResult r = Local({"run", "disk", "--config", config}, o);
     INFO(r.err);
@@ -141,12 +144,7 @@ TEST_CASE(
       out << std::string(1024, static_cast<char>('a' + i % 26)) << i;
   }
   REQUIRE(Local({"snapshot", image}, o).exit_code == 0);
-  {
-    std::ofstream filler(disk + "/filler", std::ios::binary);
-    const std::string block(4096, 'x');
-    while (filler.write(block.data(), block.size())) {
-    }
-  }
+  FillUp(disk + "/filler");
   // Readers: no -wal or -shm can be made, and none is needed.
   CHECK(Local({"snapshots"}, o).exit_code == 0);
   CHECK(Local({"verify"}, o).exit_code == 0);
