@@ -52,8 +52,8 @@ TEST_CASE("local user: a key file inside a repository is refused by init and key
                     "--new-key-file " + repo.path() + "/packs/new.key lies in a repository");
   CHECK(!std::filesystem::exists(repo.path() + "/packs/new.key"));
   // Nor a repository inside another one, whose prune and repair would take its files.
-  for (const std::string& inner : {repo.path() + "/packs/inner", repo.path() + "/readers/r",
-                                   repo.path() + "/inner"}) {
+  for (const std::string& inner :
+       {repo.path() + "/packs/inner", repo.path() + "/readers/r", repo.path() + "/inner"}) {
     CheckOneLineError(repo.Wb({"init", inner, "--key-file", dir / "inner.key"}), 2,
                       inner + " lies in repository " + repo.path());
     CHECK(!std::filesystem::exists(inner));
