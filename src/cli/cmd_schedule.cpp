@@ -21,6 +21,7 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/units.h"
+#include "cli/write_target.h"
 #include "common/atomic_file.h"
 #include "common/safe_path.h"
 #include "common/unique_fd.h"
@@ -254,8 +255,18 @@ void WarnAboutOlderInstalls(const std::string& unit_dir, const std::string& job)
   }
 }
 
-Status Install(const ScheduleCommandOptions& opts, const std::vector<UnitFile>& units) {
+Status Install(const ScheduleCommandOptions& opts, const jobs::Config& config,
+               const std::vector<UnitFile>& units) {
   WB_ASSIGN_OR_RETURN(const ResolvedPath unit_dir, OpenUnitDir(opts.unit_dir));
+  // Every unit file through the write guard, as any other file a command writes: never a
+  // job's source, a repository's file, the config or a credential file it names, or the trust
+  // anchor directory, whatever the unit directory is.
+  for (const UnitFile& u : units) {
+    WriteTarget target;
+    target.to = unit_dir.dir_path + "/" + u.path;
+    target.config = &config;
+    WB_RETURN_IF_ERROR(RefuseWriteTarget(target));
+  }
   for (const UnitFile& u : units) {  // every drop-in directory checked before anything is written
     const size_t slash = u.path.rfind('/');
     struct stat st {};
@@ -313,7 +324,7 @@ Status RunSchedule(const ScheduleCommandOptions& opts) {
     return Status::Ok();
   }
   const std::vector<UnitFile> units = Units(*job, config_path);
-  if (opts.install) return Install(opts, units);
+  if (opts.install) return Install(opts, config, units);
   for (const UnitFile& u : units)
     std::printf("# %s/%s\n%s\n", opts.unit_dir.c_str(), u.path.c_str(), u.text.c_str());
   return Status::Ok();

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -259,6 +261,48 @@ TEST_CASE(
   CHECK(std::filesystem::is_empty(theirs));
   CHECK(!std::filesystem::exists(linked + "/wanbackup@.service"));  // nothing before the refusal
   CHECK(TreeContents(job.repo.path()) == repo_before);
+}
+
+TEST_CASE(
+    "schedule --install: a unit file that would replace a job's source or the config, or land in "
+    "the trust anchor directory, is refused and nothing is written",
+    "[rootfiles]") {
+  RootJob job;
+  const std::string units = job.dir / "units";
+  REQUIRE(::mkdir(units.c_str(), 0755) == 0);
+  // The job's source and the config file are named as the units would be.
+  const std::string source = units + "/wanbackup@.timer";
+  REQUIRE(std::filesystem::copy_file(job.image, source));
+  const std::string config = units + "/wanbackup@.service";
+  std::ofstream(config) << "[repositories.main]\npath = \"" << job.repo.path()
+                        << "\"\nkey_file = \"" << job.repo.key()
+                        << "\"\n\n[jobs.disk]\nrepository = \"main\"\nsource = \"" << source
+                        << "\"\nschedule = \"daily\"\n";
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  const std::string source_before = Contents(source), config_before = Contents(config);
+  RunResult r =
+      job.repo.Wb({"schedule", "disk", "--install", "--unit-dir", units, "--config", config});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("is this config file") ||
+                        Catch::Contains("is the source of job disk"));
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  // After the config moves away, the source is what is refused.
+  const std::string moved = job.dir / "wanbackup.toml";
+  REQUIRE(::rename(config.c_str(), moved.c_str()) == 0);
+  r = job.repo.Wb({"schedule", "disk", "--install", "--unit-dir", units, "--config", moved});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(source + " is the source of job disk"));
+  CHECK(Contents(source) == source_before);
+  CHECK(Contents(moved) == config_before);
+  CHECK(!std::filesystem::exists(units + "/wanbackup@.service"));  // nothing written
+  // The trust anchor directory holds what protects every repository from a rollback.
+  const char* anchors = std::getenv("WANBACKUP_SECURITY_DIR");
+  REQUIRE(anchors != nullptr);
+  REQUIRE((::mkdir(anchors, 0700) == 0 || errno == EEXIST));
+  r = job.repo.Wb({"schedule", "disk", "--install", "--unit-dir", anchors, "--config", moved});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("the trust anchor directory"));
+  CHECK(!std::filesystem::exists(std::string(anchors) + "/wanbackup@.service"));
 }
 
 TEST_CASE("run: a config file another user owns is refused when root runs it, naming its owner",
