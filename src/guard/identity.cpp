@@ -122,6 +122,9 @@ Identity IdentifyPath(const std::string& spec) {
     }
   } else if (S_ISREG(st.st_mode)) {
     id.links = static_cast<uint64_t>(st.st_nlink);
+  } else if (S_ISCHR(st.st_mode)) {
+    id.character = true;
+    id.rdev = static_cast<uint64_t>(st.st_rdev);
   }
   return id;
 }

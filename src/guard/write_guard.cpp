@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/char_device.h"
+
 namespace wanbackup::guard {
 namespace {
 
@@ -80,6 +82,10 @@ bool Same(const Identity& a, const Identity& b) {
 
 Status CheckDeviceName(const Destination& to) {
   const Identity& id = to.identity;
+  if (id.character) {
+    const std::string refusal = CharacterDeviceRefusal(to.name, static_cast<dev_t>(id.rdev));
+    return refusal.empty() ? Status::Ok() : Status::InvalidArgument(refusal);
+  }
   if (id.kind != Identity::Kind::kPath || id.exists) return Status::Ok();
   const std::string& path = id.spelling;
   const bool device_dir =

@@ -52,7 +52,8 @@ struct Identity {
   FileId file;
   uint64_t links = 0;  // hard links of an existing regular file
   std::vector<FileId> directories;
-  uint64_t rdev = 0;  // kBlock: the device number
+  uint64_t rdev = 0;       // kBlock, and a kPath that is a character device: the device number
+  bool character = false;  // kPath: an existing character device
   // kBlock: the whole disk's device number when this is a partition of one (its data is part
   // of that disk's); kPath: the same for the partition that holds the file. 0: none.
   uint64_t whole_disk = 0;
@@ -110,7 +111,8 @@ struct Destination {
 
 // InvalidArgument when `to` is a path that does not exist in /dev, /dev/disk/… or /dev/mapper
 // (a mistyped device name: a new file there would take memory and hold no disk; /dev/shm is
-// a filesystem like any other).
+// a filesystem like any other), or a character device that is no place for a disk's bytes
+// (common/char_device.h: /dev/mem, a SCSI generic node, ...).
 Status CheckDeviceName(const Destination& to);
 
 // InvalidArgument, one line, "DEST is WHAT[; HINT]. Nothing was written", for the first rule

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/atomic_file.h"
+#include "common/char_device.h"
 #include "common/failpoint.h"
 #include "common/safe_path.h"
 #include "common/units.h"
@@ -67,6 +68,12 @@ Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& opti
     return Status::InvalidArgument(name_ + " is a directory; give a file or device path");
   }
   if (S_ISBLK(st.st_mode)) return OpenBlockDevice(options.expected_size);
+  if (S_ISCHR(st.st_mode)) {
+    // Refused before it is opened: opening some of them acts (a watchdog starts).
+    if (std::string refusal = CharacterDeviceRefusal(name_, st.st_rdev); !refusal.empty()) {
+      return Status::InvalidArgument(refusal);
+    }
+  }
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OpenStream();
   if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArgument(name_ + " is neither a file nor a device; nothing was written");

@@ -3,6 +3,7 @@
 // replica, by identity (symlinks, hard links, ./ and ..), exit 2, nothing written. The rules
 // one by one: unit/write_guard_test.cpp.
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -579,4 +580,28 @@ TEST_CASE("write guard: /dev/stdout on a deleted file is refused, not made anew"
 }
 
 }  // namespace
+TEST_CASE(
+    "write guard: restore and copy refuse a character device that is no place for a disk, "
+    "and write to /dev/null",
+    "[guard]") {
+  GuardRepo s;
+  // Harmless stand-ins for /dev/mem and a SCSI generic node: /dev/zero's and /dev/full's
+  // numbers, under names of our own (a write to either would not be noticed otherwise).
+  const std::string zero = s.dir / "myzero", full = s.dir / "myfull";
+  REQUIRE(::mknod(zero.c_str(), S_IFCHR | 0600, ::makedev(1, 5)) == 0);
+  REQUIRE(::mknod(full.c_str(), S_IFCHR | 0600, ::makedev(1, 7)) == 0);
+  const std::string link = s.dir / "zero.link";
+  REQUIRE(::symlink(zero.c_str(), link.c_str()) == 0);
+  for (const auto& [to, numbers] : std::vector<std::pair<std::string, std::string>>{
+           {zero, "(1:5)"}, {full, "(1:7)"}, {link, "(1:5)"}}) {
+    INFO(to);
+    GuardRefused(s.repo.Wb({"restore", "1", "--to", to, "--force"}),
+                 to + " is a character device " + numbers);
+    GuardRefused(s.repo.Wb({"copy", s.image, to, "--force"}),
+                 to + " is a character device " + numbers);
+  }
+  s.repo.Ok({"restore", "1", "--to", "/dev/null"});
+  s.repo.Ok({"copy", s.image, "/dev/null"});
+}
+
 }  // namespace wanbackup::testing
