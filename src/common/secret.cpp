@@ -1,11 +1,13 @@
 #include "common/secret.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +15,9 @@
 
 #include <sodium.h>
 
+#include "common/cancel.h"
 #include "common/file_trust.h"
+#include "common/read_file.h"
 
 namespace wanbackup {
 namespace {
@@ -30,6 +34,9 @@ void InitSodiumOnce() {
 // A first line longer than this is not a passphrase; reading stops there.
 constexpr size_t kMaxSecretFileBytes = size_t{64} * 1024;
 constexpr size_t kReadStep = 512;
+// How long a FIFO or device named as a secret file may stay silent (its writer is a person or
+// a slow program, not a disk).
+constexpr std::chrono::seconds kSecretStreamWait{60};
 // sodium_malloc takes whole pages anyway; start with most of one.
 constexpr size_t kMinCapacity = 255;
 
@@ -114,7 +121,14 @@ Result<Secret> ReadSecretFile(const std::string& path) {
     ::close(fd);
     return trusted;
   }
-  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  // A regular file is read as it is; a FIFO or a device stays non-blocking and is waited on in
+  // slices, so that a writer that never writes ends the wait (SIGINT, SIGTERM or the deadline)
+  // instead of holding the command, and its repository lock, for ever.
+  const bool stream = !S_ISREG(st.st_mode);
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0 && !stream) {
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kSecretStreamWait;
   // Straight into locked memory, until the first line is complete.
   Secret text;
   while (text.size() < kMaxSecretFileBytes) {
@@ -122,6 +136,21 @@ Result<Secret> ReadSecretFile(const std::string& path) {
     text.Resize(old + kReadStep);
     const ssize_t n = ::read(fd, text.data() + old, kReadStep);
     text.Resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n < 0 && stream && errno == EAGAIN) {
+      if (CancellationRequested()) {
+        ::close(fd);
+        return Status::Cancelled("interrupted while waiting for secret file " + path);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ::close(fd);
+        return Status::Timeout("secret file " + path + " is " + FileKind(st.st_mode) +
+                               " and nothing came from it in " +
+                               std::to_string(kSecretStreamWait.count()) + " s");
+      }
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, 200);  // EINTR (a signal) included: the loop looks at the flag
+      continue;
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;

@@ -61,7 +61,9 @@ class Secret {
 // Reads a secret from the first line of `path` (trailing CR/LF removed). Fails on an empty or
 // unreadable file, and on one CheckTrustedFile refuses (common/file_trust.h: others can read it,
 // or it or a directory above it is not yours or root's, or others can write there), as the job
-// config refuses it: one rule for every credential file.
+// config refuses it: one rule for every credential file. A FIFO or a device (`<(pass show x)`)
+// is read until its first line: Timeout when nothing comes from it for 60 s, Cancelled at
+// SIGINT or SIGTERM (common/cancel.h), so that a silent writer never holds a command.
 Result<Secret> ReadSecretFile(const std::string& path);
 
 // Reads one line from `fd` (a terminal), byte by byte, into locked memory; the newline is not

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
+#include "common/cancel.h"
 #include "support/temp_dir.h"
 
 using namespace wanbackup;
@@ -80,4 +83,36 @@ TEST_CASE("secret: environment variables are read and unset ones are empty", "[s
   CHECK(SecretFromEnv("WB_TEST_SECRET").reveal() == "from-env");
   ::unsetenv("WB_TEST_SECRET");
   CHECK(SecretFromEnv("WB_TEST_SECRET").empty());
+}
+
+TEST_CASE(
+    "secret file: a FIFO whose writer is silent ends at SIGINT or SIGTERM instead of holding the "
+    "command, and one that writes is read",
+    "[secret]") {
+  static wanbackup::testing::TempDir dir("secret-fifo");
+  const std::string fifo = dir / "pass.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A writer that holds the FIFO open and writes nothing (O_RDWR: open without waiting).
+  const int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(writer >= 0);
+  std::thread signal_later([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    RequestCancellation();  // what the SIGINT/SIGTERM handler does
+  });
+  const Result<Secret> silent = ReadSecretFile(fifo);
+  signal_later.join();
+  CancellationFlag().store(false);
+  CHECK(silent.status().code() == StatusCode::kCancelled);
+  CHECK(silent.status().message() == "interrupted while waiting for secret file " + fifo);
+  // The same FIFO, written to after a while: the first line is the secret.
+  std::thread write_later([writer] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string line = "fifo-pass\n";
+    CHECK(::write(writer, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
+  });
+  const Result<Secret> written = ReadSecretFile(fifo);
+  write_later.join();
+  ::close(writer);
+  REQUIRE(written.ok());
+  CHECK(written->reveal() == "fifo-pass");
 }
