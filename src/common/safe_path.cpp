@@ -30,11 +30,6 @@ std::string Mode(mode_t mode) {
   return text;
 }
 
-// Whether somebody other than root and the user can add, remove or rename entries of `dir`.
-bool OthersCanWrite(const struct stat& dir) {
-  return !Ours(dir.st_uid) || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-}
-
 std::deque<std::string> Split(const std::string& path) {
   std::deque<std::string> parts;
   size_t start = 0;
@@ -178,6 +173,10 @@ Status RefusePlanted(int dir, const std::string& dir_path, const std::string& na
       std::to_string(st.st_uid) + " in a directory others can write (" + dir_path +
       ", owned by uid " + std::to_string(holder.st_uid) + ", mode " + Mode(holder.st_mode) +
       "): " + outcome + ", another user may have planted it. Nothing was written");
+}
+
+bool OthersCanWrite(const struct stat& dir) {
+  return !Ours(dir.st_uid) || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0;
 }
 
 Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,

@@ -55,6 +55,10 @@ enum class LastLink {
 Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,
                                        LastLink last_link = LastLink::kFollow);
 
+// Whether somebody other than root and the user can add, remove or rename entries of `dir`
+// (its owner is another user, or it is writable by group or others, sticky or not).
+bool OthersCanWrite(const struct stat& dir);
+
 // InvalidArgument, one line ending in `outcome` ("not followed", "not written to"), when `st`
 // (a symlink, a FIFO: the entry `name` of `dir`) is owned by neither root nor the user and `dir`
 // is one somebody else can write: another user may have planted it. Ok otherwise.

@@ -18,6 +18,7 @@
 
 #include "common/bytes.h"
 #include "common/cancel.h"
+#include "common/safe_path.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -201,14 +202,25 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, in
                                                      bool direct) {
   // O_NONBLOCK: a FIFO swapped in after the caller looked at the path (by whoever can write its
   // directory) is refused below, not waited on while the repository's lock is held.
-  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
-  int fd = direct ? ::open(path.c_str(), kFlags | O_DIRECT) : -1;
+  // Reached as a destination is (common/safe_path.h): a symlink another user planted on the way
+  // (the VM image's owner replacing it by a link to /etc/shadow) is not followed, since what is
+  // read here is written on to replicas that user may own.
+  WB_ASSIGN_OR_RETURN(const ResolvedPath where,
+                      ResolveForWriting(path, PathPolicy::kNoPlantedLinks, LastLink::kFollow));
+  const int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (where.proc_link ? 0 : O_NOFOLLOW);
+  const auto open_it = [&where](int flags) {
+    return ::openat(where.dir.get(), where.name.c_str(), flags);
+  };
+  int fd = direct ? open_it(kFlags | O_DIRECT) : -1;
   if (direct && fd < 0 && errno == EINVAL) {  // O_DIRECT refused (tmpfs): drop the cache instead
     direct = false;
-    fd = ::open(path.c_str(), kFlags);
+    fd = open_it(kFlags);
     if (fd >= 0) DropDirect(fd);
   } else if (!direct) {
-    fd = ::open(path.c_str(), kFlags);
+    fd = open_it(kFlags);
+  }
+  if (fd < 0 && errno == ELOOP) {
+    return Status::InvalidArgument(path + " changed into a symlink while it was being opened");
   }
   if (fd < 0) return Status::FromErrno(errno, "cannot open " + path);
   struct stat st {};
@@ -216,6 +228,18 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, in
     const int err = errno;
     ::close(fd);
     return Status::FromErrno(err, "cannot stat " + path);
+  }
+  // A second name of a file that only root may read, made in a directory others can write (a
+  // hard link, where fs.protected_hardlinks is off): read only when its owner could read it.
+  if (struct stat dir{}; S_ISREG(st.st_mode) && st.st_nlink > 1 &&
+                         (st.st_uid == 0 || st.st_uid == ::geteuid()) &&
+                         ::fstat(where.dir.get(), &dir) == 0 && OthersCanWrite(dir)) {
+    ::close(fd);
+    return Status::InvalidArgument(
+        path + " is a file of uid " + std::to_string(st.st_uid) + " with " +
+        std::to_string(st.st_nlink) + " names in " + where.dir_path +
+        ", a directory others can write: it may be a hard link another user made to a file "
+        "they cannot read. Copy the disk image elsewhere, or back up the file by its other name");
   }
   SourceGeometry geometry;
   geometry.name = path;

@@ -305,6 +305,46 @@ TEST_CASE(
   CHECK(!std::filesystem::exists(std::string(anchors) + "/wanbackup@.service"));
 }
 
+TEST_CASE(
+    "snapshot: a source in another user's directory is read as theirs, never through their "
+    "symlink or a second name of a file only root may read",
+    "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  // The VM image its service user owns, in that user's directory: backed up as before.
+  const std::string theirs = job.dir / "vm-owner";
+  REQUIRE(::mkdir(theirs.c_str(), 0755) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  const std::string image = theirs + "/vm.img";
+  REQUIRE(std::filesystem::copy_file(job.image, image));
+  REQUIRE(::chown(image.c_str(), kOtherUid, kOtherGid) == 0);
+  job.repo.Ok({"snapshot", image});
+  // They swap it for a link to a file only root can read (a secret disk, /etc/shadow).
+  const std::string secret = job.dir / "root-only.img";
+  WriteNoiseImage(secret, 1, 2);
+  REQUIRE(::chmod(secret.c_str(), 0600) == 0);
+  REQUIRE(AsOtherUser([&] {
+    return ::unlink(image.c_str()) == 0 && ::symlink(secret.c_str(), image.c_str()) == 0;
+  }));
+  const auto state = [&job] {  // the lock file names its last holder
+    auto all = TreeContents(job.repo.path());
+    all.erase(job.repo.path() + "/lock");
+    return all;
+  };
+  const auto before = state();
+  RunResult r = job.repo.Wb({"snapshot", image});
+  CheckOneLineError(r, 2,
+                    image + " is a symlink owned by uid " + std::to_string(kOtherUid) +
+                        " in a directory others can write");
+  // Or for a second name of it (a hard link, where fs.protected_hardlinks is off: made here as
+  // root on their behalf).
+  REQUIRE(::unlink(image.c_str()) == 0);
+  REQUIRE(::link(secret.c_str(), image.c_str()) == 0);
+  r = job.repo.Wb({"snapshot", image});
+  CheckOneLineError(r, 2, image + " is a file of uid 0 with 2 names in " + theirs);
+  CHECK(state() == before);
+}
+
 TEST_CASE("run: a config file another user owns is refused when root runs it, naming its owner",
           "[rootfiles]") {
   if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
