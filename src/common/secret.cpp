@@ -102,6 +102,27 @@ void Secret::Resize(size_t size) {
   data_[size_] = '\0';
 }
 
+namespace {
+
+// Waits a slice for `fd` (a FIFO or device of type `mode`) to have something to read: Cancelled
+// at SIGINT/SIGTERM, Timeout past `deadline`.
+Status WaitForStream(int fd, const std::string& path, mode_t mode,
+                     std::chrono::steady_clock::time_point deadline) {
+  if (CancellationRequested()) {
+    return Status::Cancelled("interrupted while waiting for secret file " + path);
+  }
+  if (std::chrono::steady_clock::now() >= deadline) {
+    return Status::Timeout("secret file " + path + " is " + FileKind(mode) +
+                           " and nothing came from it in " +
+                           std::to_string(kSecretStreamWait.count()) + " s");
+  }
+  pollfd p{fd, POLLIN, 0};
+  ::poll(&p, 1, 200);  // EINTR (a signal) included: the caller's loop comes back here
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Secret> ReadSecretFile(const std::string& path) {
   // O_NONBLOCK: a FIFO nobody writes is not waited for at open (it reads as empty); cleared
   // below once the file is known to be trusted.
@@ -137,18 +158,10 @@ Result<Secret> ReadSecretFile(const std::string& path) {
     const ssize_t n = ::read(fd, text.data() + old, kReadStep);
     text.Resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
     if (n < 0 && stream && errno == EAGAIN) {
-      if (CancellationRequested()) {
+      if (Status waited = WaitForStream(fd, path, st.st_mode, deadline); !waited.ok()) {
         ::close(fd);
-        return Status::Cancelled("interrupted while waiting for secret file " + path);
+        return waited;
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        ::close(fd);
-        return Status::Timeout("secret file " + path + " is " + FileKind(st.st_mode) +
-                               " and nothing came from it in " +
-                               std::to_string(kSecretStreamWait.count()) + " s");
-      }
-      pollfd p{fd, POLLIN, 0};
-      ::poll(&p, 1, 200);  // EINTR (a signal) included: the loop looks at the flag
       continue;
     }
     if (n < 0) {

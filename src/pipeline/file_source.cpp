@@ -198,6 +198,26 @@ class FileSourceImpl final : public FileSource {
 
 }  // namespace
 
+namespace {
+
+// A second name of a file that only root may read, made in a directory others can write (a hard
+// link, where fs.protected_hardlinks is off): refused; the file `st` is read only by a name its
+// owner chose.
+Status RefuseSecondName(const std::string& path, const ResolvedPath& where, const struct stat& st) {
+  struct stat dir {};
+  if (!S_ISREG(st.st_mode) || st.st_nlink < 2 || (st.st_uid != 0 && st.st_uid != ::geteuid()) ||
+      ::fstat(where.dir.get(), &dir) != 0 || !OthersCanWrite(dir)) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      path + " is a file of uid " + std::to_string(st.st_uid) + " with " +
+      std::to_string(st.st_nlink) + " names in " + where.dir_path +
+      ", a directory others can write: it may be a hard link another user made to a file they "
+      "cannot read. Copy the disk image elsewhere, or back up the file by its other name");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, int threads,
                                                      bool direct) {
   // O_NONBLOCK: a FIFO swapped in after the caller looked at the path (by whoever can write its
@@ -229,17 +249,9 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, in
     ::close(fd);
     return Status::FromErrno(err, "cannot stat " + path);
   }
-  // A second name of a file that only root may read, made in a directory others can write (a
-  // hard link, where fs.protected_hardlinks is off): read only when its owner could read it.
-  if (struct stat dir{}; S_ISREG(st.st_mode) && st.st_nlink > 1 &&
-                         (st.st_uid == 0 || st.st_uid == ::geteuid()) &&
-                         ::fstat(where.dir.get(), &dir) == 0 && OthersCanWrite(dir)) {
+  if (Status second = RefuseSecondName(path, where, st); !second.ok()) {
     ::close(fd);
-    return Status::InvalidArgument(
-        path + " is a file of uid " + std::to_string(st.st_uid) + " with " +
-        std::to_string(st.st_nlink) + " names in " + where.dir_path +
-        ", a directory others can write: it may be a hard link another user made to a file "
-        "they cannot read. Copy the disk image elsewhere, or back up the file by its other name");
+    return second;
   }
   SourceGeometry geometry;
   geometry.name = path;
