@@ -117,6 +117,19 @@ Status AddReplicas(pipeline::Repository& repo, std::vector<guard::Protected>* pr
 // catalog that cannot be read, adds what it can and is never an error.
 // `restored`: as for AddSnapshotSources (the same disk backed up to two repositories may be
 // rolled back from either).
+// Another repository's catalog, read without waiting and without changing anything there. While
+// a reader (a mount, a long restore) has it open, SQLite cannot checkpoint, and the newest
+// snapshots are only in its -wal, which the immutable glance (Catalog::Peek) does not read: then
+// it is opened read-only, with its WAL.
+Result<std::unique_ptr<catalog::Catalog>> Glance(const std::string& catalog_path) {
+  struct stat st {};
+  if (::lstat((catalog_path + "-wal").c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::OpenReadOnly(catalog_path);
+    if (cat.ok()) return cat;
+  }
+  return catalog::Catalog::Peek(catalog_path);
+}
+
 void AddKnownRepositories(const std::string& except, const guard::Identity& to,
                           const std::optional<guard::Identity>& restored,
                           std::vector<guard::Protected>* protect) {
@@ -135,19 +148,28 @@ void AddKnownRepositories(const std::string& except, const guard::Identity& to,
         continue;
       }
       guard::AddRepository(location, to, protect);
-      Result<std::unique_ptr<catalog::Catalog>> cat =
-          catalog::Catalog::Peek(location + "/catalog.db");
+      Result<std::unique_ptr<catalog::Catalog>> cat = Glance(location + "/catalog.db");
       if (!cat.ok()) continue;
-      const Result<std::vector<catalog::SnapshotInfo>> snapshots = (*cat)->Snapshots(false);
+      const Result<std::vector<catalog::SnapshotInfo>> snapshots = (*cat)->Snapshots(true);
       if (!snapshots.ok()) continue;
       SourceIdentities sources;
+      std::optional<bool> writer;  // asked only when a running row needs the answer
       for (const catalog::SnapshotInfo& s : *snapshots) {
+        bool running = false;
+        if (s.status == catalog::SnapshotStatus::kRunning) {
+          if (!writer) writer = pipeline::WriterRunning(location);
+          running = *writer;
+        }
+        if (s.status != catalog::SnapshotStatus::kComplete && !running) continue;
         const guard::Identity& source = sources.Of(s.source);
         protect->push_back(SnapshotSource(
-            source, "the source of snapshot " + std::to_string(s.id) + " of repository " + location,
-            restored && guard::Same(source, *restored),
-            restored ? kOnlyOwnSource
-                     : "a disk another repository backs up is never a destination"));
+            source,
+            "the source of snapshot " + std::to_string(s.id) + (running ? ", running now," : "") +
+                " of repository " + location,
+            !running && restored && guard::Same(source, *restored),
+            running    ? "wait for it to finish"
+            : restored ? kOnlyOwnSource
+                       : "a disk another repository backs up is never a destination"));
       }
     }
   }
@@ -194,12 +216,7 @@ void AddClientFiles(const WriteTarget& target, std::vector<guard::Protected>* pr
     p.what = "a credential file this command uses (" + file + ")";
     protect->push_back(p);
   }
-  guard::Protected anchors;
-  anchors.rule = guard::Rule::kRepository;
-  anchors.identity = guard::Identify(pipeline::DefaultSecurityDir());
-  anchors.what = "the trust anchor directory " + pipeline::DefaultSecurityDir();
-  anchors.tree = true;
-  protect->push_back(anchors);
+  jobs::AddTrustAnchorDirectory(protect);
 }
 
 }  // namespace

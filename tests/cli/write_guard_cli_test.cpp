@@ -171,6 +171,8 @@ TEST_CASE(
       {config, "is this config file"},
       {other_key, "is the key_file of repository other"},
       {standby, "is a replica of job disk (replicate_to)"},
+      {std::string(std::getenv("WANBACKUP_SECURITY_DIR")) + "/wanbackup.prom",
+       "is a file of the trust anchor directory"},
   };
   auto state = [&] {
     std::map<std::string, std::string> all = TreeContents(s.repo.path());
@@ -332,6 +334,26 @@ TEST_CASE(
   GuardRefused(s.repo.Wb({"run", "disk", "--dry-run", "--config", config}),
                "(a loop device on " + production + ") is the source of job production");
   CHECK(s.State() == before);
+}
+
+TEST_CASE(
+    "write guard: a loop device that another loop device is stacked on is refused, as that "
+    "device's backing file is",
+    "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  GuardRepo s;
+  const std::string image = s.dir / "fs.img";
+  WriteNoiseImage(image, 5, 4);
+  const Loop lower(image);
+  if (lower.device.empty()) WB_SKIP("no loop device here");
+  const Loop upper(lower.device);  // what a filesystem would be mounted from
+  REQUIRE(!upper.device.empty());
+  const std::string before = FileContents(image);
+  const std::string says = lower.device + " is the device under " + upper.device;
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", lower.device, "--force"}), says);
+  GuardRefused(s.repo.Wb({"restore", "1", "--to", lower.device, "--force"}), says);
+  GuardRefused(s.repo.Wb({"copy", s.image, lower.device, "--force"}), says);
+  CHECK(FileContents(image) == before);
 }
 
 TEST_CASE(
@@ -602,6 +624,52 @@ TEST_CASE(
   }
   s.repo.Ok({"restore", "1", "--to", "/dev/null"});
   s.repo.Ok({"copy", s.image, "/dev/null"});
+}
+
+TEST_CASE(
+    "write guard: a snapshot that only the WAL holds, while a reader keeps the catalog open, "
+    "protects its source from copy and from a restore out of another repository",
+    "[guard]") {
+  GuardRepo s;
+  TempDir other_dir{"write-guard-other"};
+  RepoCli other(other_dir);
+  other.Ok({"init", "--key-file", other.key(), "--chunk-size", "64K"});
+  other.Ok({"snapshot", s.image});
+  // A reader (a mount, a long restore) in a read transaction: SQLite cannot checkpoint past it.
+  sqlite3* reader = nullptr;
+  REQUIRE(sqlite3_open_v2(s.repo.catalog().c_str(), &reader, SQLITE_OPEN_READONLY, nullptr) ==
+          SQLITE_OK);
+  REQUIRE(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM snapshots;", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  const std::string newer = s.dir / "newer.img";
+  WriteNoiseImage(newer, 1, 3);
+  s.repo.Ok({"snapshot", newer});  // snapshot 2, in the WAL only
+  const std::string before = FileContents(newer);
+  GuardRefused(s.repo.Wb({"copy", s.image, newer, "--force"}),
+               newer + " is the source of snapshot 2 of repository " + s.repo.path());
+  GuardRefused(other.Wb({"restore", "1", "--to", newer, "--force"}),
+               newer + " is the source of snapshot 2 of repository " + s.repo.path());
+  sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+  CHECK(FileContents(newer) == before);
+}
+
+TEST_CASE(
+    "write guard: a trust anchor directory inside a repository is refused before anything is "
+    "made there",
+    "[guard]") {
+  GuardRepo s;
+  const std::string inside = s.repo.path() + "/packs/zz";
+  const auto before = s.State();
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"snapshots"}, {"snapshot", s.image}}) {
+    INFO(args[0]);
+    const RunResult r = s.repo.Wb(args, "", {{"WANBACKUP_SECURITY_DIR", inside}});
+    CheckOneLineError(r, 5,
+                      "trust anchor directory " + inside + " lies in repository " + s.repo.path());
+  }
+  CHECK(!std::filesystem::exists(inside));
+  CHECK(s.State() == before);
 }
 
 }  // namespace wanbackup::testing
