@@ -78,15 +78,23 @@ std::string LoopBackingFile(dev_t rdev) {
 }  // namespace
 
 void FindLoopDevices(Identity* id) {
-  if (id->kind != Identity::Kind::kPath || !id->exists || id->links == 0) return;
+  const bool file = id->kind == Identity::Kind::kPath && id->exists && id->links != 0;
+  const bool device = id->kind == Identity::Kind::kBlock && id->rdev != 0;
+  if (!file && !device) return;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator("/sys/block", ec)) {
     const std::string name = e.path().filename().string();
     if (!name.starts_with("loop")) continue;
-    const std::string file = SysLine(e.path().string() + "/loop/backing_file");
+    const std::string backing = SysLine(e.path().string() + "/loop/backing_file");
     struct stat st {};
-    if (file.empty() || file.ends_with(" (deleted)") || ::stat(file.c_str(), &st) != 0) continue;
-    if (IdOf(st) == id->file) id->loop_devices.push_back("/dev/" + name);
+    if (backing.empty() || backing.ends_with(" (deleted)") || ::stat(backing.c_str(), &st) != 0) {
+      continue;
+    }
+    // A file by its inode; a device (a loop device stacked on this one) by its number.
+    if (file ? IdOf(st) == id->file
+             : S_ISBLK(st.st_mode) && static_cast<uint64_t>(st.st_rdev) == id->rdev) {
+      id->loop_devices.push_back("/dev/" + name);
+    }
   }
   std::sort(id->loop_devices.begin(), id->loop_devices.end());
 }

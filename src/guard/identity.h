@@ -17,8 +17,9 @@ namespace wanbackup::guard {
 // that does not exist, compared by spelling. A URL's host is not resolved here (ResolveHosts).
 Identity Identify(const std::string& spec);
 
-// Fills in `id`'s loop_devices (an existing regular file): every /dev/loopN whose backing file
-// it is, from /sys/block/loop*/loop/backing_file.
+// Fills in `id`'s loop_devices (an existing regular file, or a block device): every /dev/loopN
+// whose backing file it is (a loop device stacked on this device), from
+// /sys/block/loop*/loop/backing_file.
 void FindLoopDevices(Identity* id);
 
 // A host's addresses as Identity::hosts holds them: "loopback" for localhost and every

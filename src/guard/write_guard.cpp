@@ -155,10 +155,12 @@ Status CheckWriteTarget(const Destination& to, const std::vector<Protected>& pro
   }
   if (!to.identity.loop_devices.empty()) {
     const std::string& loop = to.identity.loop_devices.front();
+    const bool device = to.identity.kind == Identity::Kind::kBlock;
     return Status::InvalidArgument(
-        to.name + " is the backing file of " + loop + ": written behind that device's back, " +
-        "the disk it serves would be left inconsistent; write to " + loop +
-        " instead, or detach it first (losetup -d " + loop + "). Nothing was written");
+        to.name + (device ? " is the device under " : " is the backing file of ") + loop +
+        ": written behind that device's back, the disk it serves would be left inconsistent; "
+        "write to " +
+        loop + " instead, or detach it first (losetup -d " + loop + "). Nothing was written");
   }
   return Status::Ok();
 }

@@ -61,8 +61,8 @@ struct Identity {
   // identity); the guard refuses the device for whatever it refuses that file for, and a
   // protected loop device protects its file.
   std::vector<Identity> backing;
-  // kPath, an existing regular file: the loop devices (/dev/loopN) whose backing file it is
-  // (filled in for a destination only: FindLoopDevices).
+  // kPath, an existing regular file, or kBlock: the loop devices (/dev/loopN) whose backing
+  // file it is, or that are stacked on it (filled in for a destination only: FindLoopDevices).
   std::vector<std::string> loop_devices;
   // kLun: "IQN/LUN", and the portal host's addresses ("loopback" for any loopback address);
   // empty `hosts`: not known (a name that does not resolve), so any host may be this one.

@@ -17,6 +17,7 @@
 #include "initiator/iscsi_url.h"
 #include "pipeline/snapshotter.h"
 #include "repository/prune_plan.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::jobs {
 namespace {
@@ -555,8 +556,18 @@ Result<Config> LoadConfig(const std::string& path) {
   return config;
 }
 
+void AddTrustAnchorDirectory(std::vector<guard::Protected>* protect) {
+  guard::Protected anchors;
+  anchors.rule = guard::Rule::kRepository;
+  anchors.identity = guard::Identify(pipeline::DefaultSecurityDir());
+  anchors.what = "the trust anchor directory " + pipeline::DefaultSecurityDir();
+  anchors.tree = true;
+  protect->push_back(anchors);
+}
+
 void AddProtected(const Config& config, const guard::Identity& to,
                   std::vector<guard::Protected>* protect) {
+  AddTrustAnchorDirectory(protect);
   for (const auto& [name, repository] : config.repositories) {
     guard::AddRepository(repository.path, to, protect);
   }

@@ -94,9 +94,13 @@ std::string ConfigPath(const std::string& flag);
 
 Result<Config> LoadConfig(const std::string& path);
 
+// The trust anchor directory (repository/trust_anchor.h) and everything in it: no command
+// writes there, whatever the config says.
+void AddTrustAnchorDirectory(std::vector<guard::Protected>* protect);
+
 // What the file forbids any command to write (guard/write_guard.h): every repository it names
 // (its files too, by inode, when `to` is a file with other hard links), a repository `to` lies
-// in that it does not name, and every job's source.
+// in that it does not name, every job's source, and the trust anchor directory.
 void AddProtected(const Config& config, const guard::Identity& to,
                   std::vector<guard::Protected>* protect);
 

@@ -35,7 +35,38 @@ bool ValidId(const std::string& id) {
 // mkdir -p with mode 0700 for what it creates; an existing directory is kept as it is.
 // The security directory must be root's or the user's and writable by nobody else: another user
 // who could remove anchors would turn every check back into trust on first use.
+// The repository `dir` lies in (a directory above it, or itself, holding config.json and
+// packs/), or "".
+std::string RepositoryAround(const std::string& dir) {
+  std::string at = dir;  // from the nearest directory that exists (the anchors may be made later)
+  char* real = nullptr;
+  while ((real = ::realpath(at.c_str(), nullptr)) == nullptr) {
+    const size_t slash = at.rfind('/');
+    if (slash == std::string::npos || slash == 0) return "";
+    at.resize(slash);
+  }
+  at = real;
+  std::free(real);
+  for (;;) {
+    struct stat config {
+    }, packs{};
+    if (::lstat((at + "/config.json").c_str(), &config) == 0 && S_ISREG(config.st_mode) &&
+        ::lstat((at + "/packs").c_str(), &packs) == 0 && S_ISDIR(packs.st_mode)) {
+      return at;
+    }
+    const size_t slash = at.rfind('/');
+    if (slash == std::string::npos || at == "/") return "";
+    at = slash == 0 ? "/" : at.substr(0, slash);
+  }
+}
+
 Status CheckOwnDirectory(const std::string& dir) {
+  if (const std::string repo = RepositoryAround(dir); !repo.empty()) {
+    return Status::PermissionDenied(
+        "trust anchor directory " + dir + " lies in repository " + repo +
+        ": whoever can change the repository could then change the anchors it is checked "
+        "against (set $WANBACKUP_SECURITY_DIR to a directory outside every repository)");
+  }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return Status::Ok();  // made later, 0700
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
