@@ -21,6 +21,7 @@ namespace {
 struct RepairCatalogOptions {
   RepoFlags repo;
   bool json = false;
+  bool allow_missing_packs = false;
 };
 
 std::string IdList(const std::vector<int64_t>& ids) {
@@ -82,6 +83,7 @@ Status RunRepairCatalog(const RepairCatalogOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRepair));
   ProgressLine progress(!opts.json);
   pipeline::RebuildOptions options;
+  options.allow_missing_packs = opts.allow_missing_packs;
   options.on_progress = [&progress](uint64_t done, uint64_t total) {
     progress.Update("read " + FormatBytes(done) + " of " + FormatBytes(total) + " of packs");
   };
@@ -113,6 +115,9 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
       "catalog", "Rebuild catalog.db from the packs (after it was deleted, truncated or damaged)");
   AddRepoFlags(cmd, &opts->repo);
   cmd->add_flag("--json", opts->json, "print a JSON report");
+  cmd->add_flag("--allow-missing-packs", opts->allow_missing_packs,
+                "rebuild although the old catalog names packs that are gone (their snapshots "
+                "are lost)");
   cmd->footer(
       "\nReads every pack, authenticates every record, and builds a new catalog.db beside the\n"
       "old one: packs, chunks, and every complete snapshot with its id, source, tag, times,\n"
@@ -120,6 +125,9 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
       "the old one only when it is complete; the old file is kept as catalog.db.damaged-TIME.\n"
       "The job history is not in the packs and starts afresh. Runs alone (exclusive lock).\n"
       "Exit status 3 when records were damaged or a snapshot could not be rebuilt (named).\n"
+      "When the old catalog can still be read and names packs that are not there (a disk not\n"
+      "mounted yet under packs/, something mounted over it), nothing is changed unless\n"
+      "--allow-missing-packs says to rebuild from what is there.\n"
       "\nEXAMPLES:\n"
       "  wanbackup repair catalog --repo /backup/db\n"
       "  wanbackup repair catalog --repo /backup/db --json && wanbackup verify --repo /backup/db");

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -57,6 +58,8 @@ class Rebuilder {
   Result<RebuildReport> Run();
 
  private:
+  // Corruption when the old catalog, if it can still be read, names packs not in `packs`.
+  Status CheckNoneMissing(const std::vector<PackFile>& packs) const;
   Status IndexPack(const PackFile& pack);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
@@ -292,6 +295,30 @@ Status Rebuilder::AddSnapshot(int64_t record_id, const SnapshotRecord& r) {
   return Status::Ok();
 }
 
+Status Rebuilder::CheckNoneMissing(const std::vector<PackFile>& packs) const {
+  struct stat st {};
+  if (::lstat(repo_.CatalogPath().c_str(), &st) != 0) return Status::Ok();
+  Result<std::unique_ptr<catalog::Catalog>> old = catalog::Catalog::Peek(repo_.CatalogPath());
+  if (!old.ok()) return Status::Ok();  // too damaged to tell: the packs are all there is
+  const Result<std::vector<catalog::PackInfo>> named = (*old)->Packs();
+  if (!named.ok()) return Status::Ok();
+  std::set<std::string> there;
+  for (const PackFile& p : packs)
+    there.insert(p.name);
+  std::vector<std::string> missing;
+  for (const catalog::PackInfo& p : *named) {
+    if (there.count(p.name) == 0) missing.push_back(p.name);
+  }
+  if (missing.empty()) return Status::Ok();
+  return Status::Corruption(
+      "the catalog names " + std::to_string(missing.size()) + " of its " +
+      std::to_string(named->size()) + " packs that are not in the repository (" +
+      repo_.packs().Describe(missing.front()) + (missing.size() > 1 ? ", ..." : "") +
+      "): is the disk that holds them not mounted, or something mounted over packs/? Nothing "
+      "was changed. To rebuild from the packs that are there, losing what only the missing ones "
+      "hold: 'wanbackup repair catalog --allow-missing-packs'");
+}
+
 Result<RebuildReport> Rebuilder::Run() {
   const std::string built = repo_.CatalogPath() + ".rebuilding";
   for (const char* suffix : {"", "-wal", "-shm"})
@@ -299,6 +326,7 @@ Result<RebuildReport> Rebuilder::Run() {
   // Oldest first: the order records were written, so the first copy of a duplicated record is
   // the one an earlier catalog named.
   WB_ASSIGN_OR_RETURN(std::vector<PackFile> packs, repo_.packs().List());
+  if (!options_.allow_missing_packs) WB_RETURN_IF_ERROR(CheckNoneMissing(packs));
   for (const PackFile& p : packs)
     bytes_total_ += p.size;
   {

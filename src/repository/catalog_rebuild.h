@@ -47,6 +47,10 @@ struct RebuildReport {
 
 struct RebuildOptions {
   std::function<void(uint64_t bytes_done, uint64_t bytes_total)> on_progress;
+  // Rebuild although the old catalog (when it can still be read) names packs the store does not
+  // hold. Without it, that is Corruption and nothing is changed: a disk not mounted yet under
+  // packs/, or something mounted over it, must not become a catalog and a head without them.
+  bool allow_missing_packs = false;
 };
 
 Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options);

@@ -1,5 +1,7 @@
 #include "repository/repository_place.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +9,7 @@
 #include <cstdio>
 
 #include "common/file_trust.h"
+#include "common/unique_fd.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -37,6 +40,31 @@ std::string Problem(const std::string& path, const struct stat& st) {
   return "";
 }
 
+// packs/ab: new packs are made there and prune removes them there, so each is held to the
+// same rule as packs/ itself (at most 256 of them).
+Status CheckPackDirectories(const std::string& packs) {
+  const UniqueFd dir(::open(packs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return errno == ENOENT ? Status::Ok() : Status::FromErrno(errno, packs);
+  DIR* listing = ::fdopendir(::dup(dir.get()));
+  if (listing == nullptr) return Status::FromErrno(errno, packs);
+  Status result = Status::Ok();
+  while (const dirent* e = ::readdir(listing)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) continue;  // the pack listing judges files
+    std::string entry = packs;
+    entry += "/" + name;
+    if (std::string problem = Problem(entry, st); !problem.empty()) {
+      result = Status::PermissionDenied(problem + kWhy);
+      break;
+    }
+  }
+  ::closedir(listing);
+  return result;
+}
+
 }  // namespace
 
 Status CheckPlaceForWriting(const std::string& path) {
@@ -53,7 +81,7 @@ Status CheckPlaceForWriting(const std::string& path) {
     const std::string problem = Problem(entry, st);
     if (!problem.empty()) return Status::PermissionDenied(problem + kWhy);
   }
-  return Status::Ok();
+  return CheckPackDirectories(path + "/packs");
 }
 
 }  // namespace wanbackup::pipeline

@@ -76,6 +76,20 @@ TEST_CASE(
   CheckOneLineError(repo.Wb({"snapshot", dir / "disk.img"}), 5,
                     repo.path() + "/packs is writable by group or others (mode 0770; chmod go-w");
   REQUIRE(::chmod((repo.path() + "/packs").c_str(), 0700) == 0);
+  // The same for a pack directory in it (packs/ab), writable by all or another user's.
+  std::string prefix;
+  for (const auto& e : std::filesystem::directory_iterator(repo.path() + "/packs")) {
+    if (e.is_directory()) prefix = e.path().string();
+  }
+  REQUIRE(!prefix.empty());
+  REQUIRE(::chmod(prefix.c_str(), 0777) == 0);
+  CheckOneLineError(repo.Wb({"snapshot", dir / "disk.img"}), 5,
+                    prefix + " is writable by group or others (mode 0777");
+  CheckOneLineError(repo.Wb({"prune"}), 5, prefix + " is writable by group or others");
+  REQUIRE(::chmod(prefix.c_str(), 0700) == 0);
+  REQUIRE(::lchown(prefix.c_str(), kOtherUid, kOtherGid) == 0);
+  CheckOneLineError(repo.Wb({"snapshot", dir / "disk.img"}), 5, prefix + " is " + owner);
+  REQUIRE(::lchown(prefix.c_str(), 0, 0) == 0);
   repo.Ok({"snapshot", dir / "disk.img"});
 }
 

@@ -291,6 +291,42 @@ TEST_CASE("storage attack: a snapshot is never completed on a chunk whose pack i
   }
 }
 
+TEST_CASE(
+    "repair catalog: packs the old catalog names that are not there (a disk not mounted under "
+    "packs/) change nothing unless --allow-missing-packs",
+    "[trust]") {
+  TempDir dir("packs-unmounted");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  // packs/ as it looks before its disk is mounted: empty.
+  const std::string packs = repo.path() + "/packs";
+  std::filesystem::rename(packs, dir / "packs.away");
+  REQUIRE(std::filesystem::create_directory(packs));
+  std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
+  auto state = [&repo] {
+    auto all = TreeContents(repo.path());
+    all.erase(repo.path() + "/lock");
+    return all;
+  };
+  const auto before = state();
+  CheckOneLineError(repo.Wb({"repair", "catalog"}), 3,
+                    "packs that are not in the repository (" + packs + "/");
+  CHECK(state() == before);
+  // The disk comes back: nothing was lost.
+  std::filesystem::remove(packs);
+  std::filesystem::rename(dir / "packs.away", packs);
+  repo.Ok({"restore", "1", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", dir / "a.img"));
+  // A pack really gone: the flag rebuilds from what is there.
+  REQUIRE(std::filesystem::remove(AttackOldestPack(repo)));
+  CHECK(repo.Wb({"repair", "catalog"}).exit_code == 3);
+  const RunResult forced = repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  CHECK(forced.err.find("the catalog names") == std::string::npos);
+  CHECK(std::filesystem::exists(repo.catalog()));
+}
+
 TEST_CASE("storage attack: one forged record header is skipped by repair catalog, not fatal",
           "[trust]") {
   TempDir dir("forged-header");
@@ -415,7 +451,10 @@ TEST_CASE(
     ++planted;
   }
   REQUIRE(planted > 0);
-  victim.Ok({"prune", "--repo", shared, "--key-file", shared_key, "--max-unused", "0"});
+  // Refused outright (a pack directory that is a link), and nothing is deleted through it.
+  CheckOneLineError(
+      victim.Wb({"prune", "--repo", shared, "--key-file", shared_key, "--max-unused", "0"}), 5,
+      "is a symbolic link (wanbackup never makes one)");
   CHECK(TreeContents(victim.path()) == kept);
   victim.Ok({"verify"});
 }
