@@ -1,6 +1,7 @@
 #include "cli/snapshot_source.h"
 
 #include <cstdlib>
+#include <ctime>
 
 #include "cli/console.h"
 #include "cli/source_open.h"
@@ -39,6 +40,12 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
     const long long secs = std::strtoll(fake, &end, 10);
     if (*end != '\0' || secs <= 0) {
       return Status::InvalidArgument("$WANBACKUP_TEST_SNAPSHOT_TIME must be Unix seconds");
+    }
+    // Never in the future: a snapshot dated years ahead would stay the newest of its series,
+    // and --keep-within would then forget every real one.
+    if (secs > static_cast<long long>(std::time(nullptr))) {
+      return Status::InvalidArgument(
+          "$WANBACKUP_TEST_SNAPSHOT_TIME is in the future; it is for tests of retention only");
     }
     options.fake_start_unix_ms = static_cast<int64_t>(secs) * 1000;
   }

@@ -121,6 +121,19 @@ const std::set<int64_t> kKeptOf30 = {12, 15, 18, 21, 24, 27, 28, 29, 30};
 }  // namespace
 
 TEST_CASE(
+    "forget: a test snapshot time in the future is refused, so no snapshot outlives retention",
+    "[cli]") {
+  TempDir dir("future-time");
+  RepoCli repo(dir);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  WriteVersion(dir / "disk.img", 1);
+  const int64_t decades = static_cast<int64_t>(std::time(nullptr)) + 20LL * 365 * 86400;
+  CheckOneLineError(repo.Wb({"snapshot", dir / "disk.img"}, "", Env(decades)), 2,
+                    "$WANBACKUP_TEST_SNAPSHOT_TIME is in the future");
+  CHECK(repo.Ok({"snapshots", "--json"}).out.find("\"id\"") == std::string::npos);
+}
+
+TEST_CASE(
     "prune: after forget of 30 snapshots the repository is near a fresh one holding the "
     "kept snapshots, and they restore bit-exact",
     "[prune]") {
