@@ -16,6 +16,7 @@
 #include "cli/internal/json_text.h"
 #include "cli/replicate_target.h"
 #include "cli/repo_flags.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "jobs/source_identity.h"
 #include "repository/forget.h"
@@ -251,8 +252,8 @@ void PrintDecisions(const ForgetPlan& plan, const pipeline::GroupBy& by) {
     size_t kept = 0;
     for (const auto& d : s.decisions)
       kept += d.keep ? 1 : 0;
-    std::printf("%s: keep %zu, forget %zu\n", SeriesName(s.series, by).c_str(), kept,
-                s.decisions.size() - kept);
+    std::printf("%s: keep %zu, forget %zu\n", EscapeForTerminal(SeriesName(s.series, by)).c_str(),
+                kept, s.decisions.size() - kept);
     for (const pipeline::RetentionDecision& d : s.decisions) {
       std::string why;
       for (const std::string& r : d.reasons)

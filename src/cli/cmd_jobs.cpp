@@ -14,6 +14,7 @@
 #include "cli/internal/job_run_json.h"
 #include "cli/internal/json_text.h"
 #include "cli/job_environment.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "jobs/calendar.h"
 #include "jobs/config.h"
@@ -103,7 +104,7 @@ void PrintText(const std::vector<JobView>& views) {
   for (const JobView& v : views) {
     const jobs::JobConfig& j = *v.job;
     std::printf("%s: %s (repository %s, source %s)\n", j.name.c_str(), State(v).c_str(),
-                j.repository.c_str(), j.source.c_str());
+                j.repository.c_str(), EscapeForTerminal(j.source).c_str());
     if (j.schedule.empty()) {
       std::printf("  schedule   none (run by hand, or by a timer you made)\n");
     } else {

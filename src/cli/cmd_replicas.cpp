@@ -11,6 +11,7 @@
 #include "cli/console.h"
 #include "cli/internal/json_text.h"
 #include "cli/repo_flags.h"
+#include "common/text.h"
 #include "common/units.h"
 
 namespace wanbackup::cli {
@@ -86,7 +87,7 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
             : (r.writing_snapshot_id != 0 ? "->" + std::to_string(r.writing_snapshot_id) : "-");
     std::printf("%-4lld %-12s %-8s %-19s %-11s %s\n", static_cast<long long>(r.id),
                 State(r).c_str(), snapshot.c_str(), LocalTime(r.updated_unix_ms).c_str(),
-                FormatBytes(r.bytes_written).c_str(), r.target.c_str());
+                FormatBytes(r.bytes_written).c_str(), EscapeForTerminal(r.target).c_str());
   }
   return Status::Ok();
 }

@@ -71,7 +71,7 @@ void PrintSnapshotsJson(const std::vector<catalog::SnapshotInfo>& list, bool wri
 void PrintSnapshotsTable(const std::vector<catalog::SnapshotInfo>& list, bool writer_running) {
   size_t tag_width = 8;  // the TAG column is as wide as the longest tag, in characters
   for (const auto& s : list)
-    tag_width = std::max(tag_width, CodePoints(s.tag));
+    tag_width = std::max(tag_width, CodePoints(EscapeForTerminal(s.tag)));
   std::printf("%-5s %-19s %-11s %-11s %-11s %-11s %-11s %-11s %s %s\n", "ID", "STARTED", "SIZE",
               "NEW", "STORED", "DURATION", "STATUS", "RATE", PadRight("TAG", tag_width).c_str(),
               "SOURCE");
@@ -87,7 +87,8 @@ void PrintSnapshotsTable(const std::vector<catalog::SnapshotInfo>& list, bool wr
         done ? FormatBytes(s.bytes_stored).c_str() : "-",
         done ? FormatDuration(duration).c_str() : "-", StatusText(s.status, writer_running),
         done && secs > 0 ? FormatRate(static_cast<double>(s.size_bytes) / secs).c_str() : "-",
-        PadRight(s.tag.empty() ? "-" : s.tag, tag_width).c_str(), s.source.c_str());
+        PadRight(s.tag.empty() ? "-" : EscapeForTerminal(s.tag), tag_width).c_str(),
+        EscapeForTerminal(s.source).c_str());
   }
 }
 

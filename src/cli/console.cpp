@@ -5,6 +5,8 @@
 #include <atomic>
 #include <string>
 
+#include "common/text.h"
+
 namespace wanbackup::cli {
 namespace {
 
@@ -13,7 +15,9 @@ std::atomic<bool> g_quiet{false};
 void WriteLine(std::string_view prefix, std::string_view message) {
   std::string line = "wanbackup: ";
   line += prefix;
-  line += message;
+  // A message quotes names others chose (a source, a tag, a lock's holder): a newline or an
+  // escape sequence in one must not fake a line or recolour the terminal.
+  line += EscapeForTerminal(message);
   line += '\n';
   // One write() per line keeps lines whole when several threads report.
   const char* p = line.data();

@@ -4,35 +4,59 @@
 
 namespace wanbackup {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[i] (1 to 4), or 0 when none starts there
+// (no overlong forms, no surrogates, nothing above U+10FFFF).
+size_t SequenceAt(std::string_view text, size_t i) {
+  const auto b = static_cast<uint8_t>(text[i]);
+  size_t more = 0;
+  uint8_t lo = 0x80, hi = 0xBF;  // the range of the byte after the first
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) {
+    more = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    more = 2;
+    if (b == 0xE0) lo = 0xA0;  // overlong
+    if (b == 0xED) hi = 0x9F;  // surrogates
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    more = 3;
+    if (b == 0xF0) lo = 0x90;  // overlong
+    if (b == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (text.size() - i <= more) return 0;
+  for (size_t k = 1; k <= more; ++k) {
+    const auto c = static_cast<uint8_t>(text[i + k]);
+    if (k == 1 ? (c < lo || c > hi) : (c & 0xC0) != 0x80) return 0;
+  }
+  return more + 1;
+}
+
+// The code point of the well-formed sequence of `length` bytes at text[i].
+uint32_t CodePointAt(std::string_view text, size_t i, size_t length) {
+  static constexpr uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = static_cast<uint8_t>(text[i]) & kLeadMask[length];
+  for (size_t k = 1; k < length; ++k)
+    cp = (cp << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+  return cp;
+}
+
+// Characters a terminal acts on rather than shows: C1 controls, bidirectional overrides and
+// isolates, the line and paragraph separators.
+bool ActsOnTerminal(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
 bool IsUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto b = static_cast<uint8_t>(text[i]);
-    size_t more = 0;
-    uint8_t lo = 0x80, hi = 0xBF;  // the range of the byte after the first
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    if (b >= 0xC2 && b <= 0xDF) {
-      more = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      more = 2;
-      if (b == 0xE0) lo = 0xA0;  // overlong
-      if (b == 0xED) hi = 0x9F;  // surrogates
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      more = 3;
-      if (b == 0xF0) lo = 0x90;  // overlong
-      if (b == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return false;
-    }
-    if (text.size() - i <= more) return false;
-    for (size_t k = 1; k <= more; ++k) {
-      const auto c = static_cast<uint8_t>(text[i + k]);
-      if (k == 1 ? (c < lo || c > hi) : (c & 0xC0) != 0x80) return false;
-    }
-    i += more + 1;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = SequenceAt(text, i);
+    if (length == 0) return false;
+    i += length;
   }
   return true;
 }
@@ -76,6 +100,32 @@ std::string EscapeControl(const std::string& value) {
     } else {
       out += c;
     }
+  }
+  return out;
+}
+
+std::string EscapeForTerminal(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<uint8_t>(text[i]);
+    const size_t length = SequenceAt(text, i);
+    if (length == 0 || b < 0x20 || b == 0x7f) {  // a control character, or a stray byte
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 0xf];
+      ++i;
+      continue;
+    }
+    if (const uint32_t cp = CodePointAt(text, i, length); length > 1 && ActsOnTerminal(cp)) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4)
+        out += kHex[(cp >> shift) & 0xf];
+    } else {
+      out.append(text.substr(i, length));
+    }
+    i += length;
   }
   return out;
 }

@@ -28,4 +28,10 @@ std::optional<uint64_t> ParseDecimalU64(std::string_view text);
 // text someone else wrote (a lock holder line, a trust anchor's line).
 std::string EscapeControl(const std::string& value);
 
+// `text` as a terminal may show it: control characters and bytes that are not UTF-8 as \xNN,
+// and characters a terminal acts on (C1 controls, bidirectional overrides and isolates, line
+// and paragraph separators) as \uNNNN; everything else as it is. For the human output of names
+// someone else chose (sources, tags), and every message line.
+std::string EscapeForTerminal(std::string_view text);
+
 }  // namespace wanbackup

@@ -57,5 +57,33 @@ TEST_CASE("snapshot: a source name or tag that is not printable UTF-8 is refused
                        image) != std::string::npos);
 }
 
+TEST_CASE(
+    "snapshots, messages: a source named with a newline, an escape sequence or a bidi override "
+    "is shown escaped, never raw",
+    "[cli]") {
+  TempDir dir{"text-output"};
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  // A line of its own and a colour in the name, then U+202E (right-to-left override).
+  const std::string odd = dir / "a\nID 99 fake\x1b[31mred\xE2\x80\xAEgpj.img";
+  WriteNoiseImage(odd, 1, 2);
+  const RunResult taken = repo.Ok({"snapshot", odd});
+  const RunResult table = repo.Ok({"snapshots"});
+  for (const std::string& text : {taken.err, table.out}) {
+    INFO(text);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find("\xE2\x80\xAE") == std::string::npos);
+    CHECK(text.find("\nID 99") == std::string::npos);
+    CHECK(text.find("a\\x0aID 99 fake\\x1b[31mred\\u202egpj.img") != std::string::npos);
+  }
+  // The table has its header and one row, however the name tried to add one.
+  size_t lines = 0;
+  for (const char c : table.out)
+    lines += c == '\n' ? 1 : 0;
+  CHECK(lines == 2);
+  // --json keeps the name as it is.
+  CHECK(nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out)[0]["source"] == odd);
+}
+
 }  // namespace
 }  // namespace wanbackup::testing

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 using wanbackup::CodePoints;
+using wanbackup::EscapeForTerminal;
 using wanbackup::IsUtf8;
 using wanbackup::PadRight;
 
@@ -53,4 +54,13 @@ TEST_CASE("text: a counter is decimal digits within 64 bits, nothing else", "[un
     INFO(bad);
     CHECK_FALSE(ParseDecimalU64(bad).has_value());
   }
+}
+
+TEST_CASE("text: a terminal is shown controls, stray bytes and bidi overrides escaped", "[unit]") {
+  CHECK(EscapeForTerminal("plain n\xC3\xA4me") == "plain n\xC3\xA4me");
+  CHECK(EscapeForTerminal("a\nb\tc\x1b[0m\x7f") == "a\\x0ab\\x09c\\x1b[0m\\x7f");
+  CHECK(EscapeForTerminal("x\xFFy\xC3") == "x\\xffy\\xc3");  // not UTF-8, and a cut sequence
+  CHECK(EscapeForTerminal("\xC2\x85 \xE2\x80\xAE \xE2\x81\xA6 \xE2\x80\xA8") ==
+        "\\u0085 \\u202e \\u2066 \\u2028");
+  CHECK(EscapeForTerminal("\xE2\x82\xAC \xF0\x9F\x98\x80") == "\xE2\x82\xAC \xF0\x9F\x98\x80");
 }
