@@ -180,6 +180,11 @@ Result<RepositoryConfig> NewConfig(const InitOptions& o) {
 // to a repository it reads.
 Status MakeLayout(const std::string& path, bool exists) {
   if (!exists) WB_RETURN_IF_ERROR(MakeDir(path));
+  // An empty directory made beforehand (a mount point) becomes 0700 as a new one is: the names
+  // of packs and the catalog's size are nobody else's business (docs/format.md).
+  if (exists && ::chmod(path.c_str(), 0700) != 0) {
+    return Status::FromErrno(errno, "chmod 0700 " + path);
+  }
   WB_RETURN_IF_ERROR(MakeDir(Join(path, "packs")));
   WB_RETURN_IF_ERROR(MakeDir(Join(path, "readers")));
   for (const char* name : {"lock", "lock.shared"}) {

@@ -258,6 +258,18 @@ TEST_CASE("repository: init refuses an existing repository and odd chunk sizes",
         StatusCode::kNotFound);
 }
 
+TEST_CASE("repository: init in an existing empty directory makes it 0700, as a new one is",
+          "[repository]") {
+  TempRepo t;
+  const std::string made = t.dir + "/mountpoint";
+  REQUIRE(::mkdir(made.c_str(), 0755) == 0);
+  REQUIRE(::chmod(made.c_str(), 0755) == 0);  // whatever the umask
+  REQUIRE(Repository::Init(made, Quick("pw")).ok());
+  struct stat st {};
+  REQUIRE(::stat(made.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+}
+
 TEST_CASE("repository: key change raises the KDF cost for the same passphrase, never lowers it",
           "[repository]") {
   TempRepo t;
