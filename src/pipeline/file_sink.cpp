@@ -1,13 +1,17 @@
 #include "pipeline/file_sink.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #include "common/atomic_file.h"
 #include "common/char_device.h"
@@ -166,10 +170,47 @@ Status FileSink::OpenBlockDevice(uint64_t expected_size) {
 
 // Replacing a file: through a temporary file beside it (in the directory the walk reached: a
 // symlink's target, not the link), renamed over it by Finish.
+namespace {
+
+constexpr char kTempPrefix[] = ".wanbackup-restore-";
+
+// Removes the temporaries of replacements that were killed (SIGKILL, a power loss) in `dir`:
+// ".wanbackup-restore-PID-…" files of ours whose process is gone. A directory we may search but
+// not read is left as it is.
+void RemoveStaleTemporaries(int dir) {
+  const int listing_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (listing_fd < 0) return;
+  DIR* listing = ::fdopendir(listing_fd);
+  if (listing == nullptr) {
+    ::close(listing_fd);
+    return;
+  }
+  while (const dirent* e = ::readdir(listing)) {
+    const std::string_view name = e->d_name;
+    if (!name.starts_with(kTempPrefix)) continue;
+    const std::string rest(name.substr(sizeof kTempPrefix - 1));
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end, 10);
+    if (pid <= 0 || end == rest.c_str() || *end != '-') continue;  // an older name: left alone
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
+    struct stat st {};
+    if (::fstatat(::dirfd(listing), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+      continue;
+    }
+    ::unlinkat(::dirfd(listing), e->d_name, 0);
+  }
+  ::closedir(listing);
+}
+
+}  // namespace
+
 Status FileSink::OpenReplacement() {
+  RemoveStaleTemporaries(dir_.get());
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temp_name_.clear();  // a name another file holds is never ours to remove
-    WB_ASSIGN_OR_RETURN(std::string name, RandomName(".wanbackup-restore-"));
+    WB_ASSIGN_OR_RETURN(std::string name,
+                        RandomName(kTempPrefix + std::to_string(::getpid()) + "-"));
     temp_name_ = std::move(name);
     fd_ = ::openat(dir_.get(), temp_name_.c_str(),
                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -3,6 +3,7 @@
 // commit nothing that depends on them, and leave the repository as the last good run left it.
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,6 +216,33 @@ TEST_CASE(
   CHECK(Run({"sh", "-c", "cd " + repo + " && ls -lR --time-style=full-iso"}).out == files);
   CHECK(Local({"snapshots", "--repo", repo, "--json"}, Keyed(repo)).out == listed);
   Json(Local({"verify", "--repo", repo, "--json"}, Keyed(repo)));
+}
+
+TEST_CASE(
+    "fault: the temporary a SIGKILLed restore --force left is removed by the next one, a running "
+    "one's is not",
+    "[fault][integration]") {
+  ScratchRepo s{"staletemp"};
+  Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
+  const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
+  MakeNoiseImage(image, 9, 3);
+  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
+  std::ofstream(out) << "the old file";
+  const pid_t gone = ::fork();  // a process id that no process has now
+  if (gone == 0) ::_exit(0);
+  REQUIRE(gone > 0);
+  REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+  const std::string stale = s.dir + "/.wanbackup-restore-" + std::to_string(gone) + "-AbCdEf";
+  const std::string running =
+      s.dir + "/.wanbackup-restore-" + std::to_string(::getpid()) + "-GhIjKl";
+  const std::string older = s.dir + "/.wanbackup-restore-MnOpQr";  // no process id: not ours
+  for (const std::string& f : {stale, running, older})
+    std::ofstream(f) << "a half-written disk";
+  Json(Local({"restore", "1", "--to", out, "--repo", s.repo, "--force", "--json"}, Keyed(s.repo)));
+  CHECK(SameFile(out, image));
+  CHECK_FALSE(std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(running));
+  CHECK(std::filesystem::exists(older));
 }
 
 TEST_CASE(
