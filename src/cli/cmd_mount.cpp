@@ -1,10 +1,13 @@
 // wanbackup mount MOUNTPOINT: every snapshot of a repository as a read-only file system (FUSE),
 // each a directory with disk.img and info.json, read on demand.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -12,8 +15,13 @@
 #include "cli/command.h"
 #include "cli/console.h"
 #include "cli/repo_flags.h"
+#include "cli/target_flags.h"
+#include "cli/write_target.h"
+#include "common/safe_path.h"
 #include "common/units.h"
+#include "guard/identity.h"
 #include "mount/mount.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -54,6 +62,88 @@ void PrintStats(const std::string& mountpoint, const mount::ReaderStats& s) {
             " misses, " + std::to_string(s.failed_reads) + " failed reads");
 }
 
+// Refusals name the mount, not a write.
+Status AsMountRefusal(const Status& refused, const std::string& shown_as,
+                      const std::string& mountpoint) {
+  if (refused.ok()) return refused;
+  std::string text = refused.message();
+  for (size_t at = 0; !shown_as.empty() && (at = text.find(shown_as, at)) != std::string::npos;
+       at += mountpoint.size()) {
+    text.replace(at, shown_as.size(), mountpoint);
+  }
+  const std::string written = "Nothing was written";
+  if (const size_t at = text.rfind(written); at != std::string::npos) {
+    text.replace(at, written.size(), "Nothing was mounted");
+  }
+  return Status(refused.code(), "mountpoint " + text);
+}
+
+// The mountpoint directory, reached as a destination is (common/safe_path.h, kTrusted): no link
+// another user could have planted is followed, and every directory on the way, the mountpoint
+// too, is root's or this user's and not writable by group or others unless sticky. The mount
+// goes on the descriptor, so whatever the path names afterwards is not what gets covered.
+// `*resolved`: its path, symlinks resolved.
+Result<UniqueFd> OpenMountpointDirectory(const std::string& mountpoint, std::string* resolved) {
+  // Resolving a name inside it walks into the mountpoint itself as a directory on the way
+  // (`.`, `..` and a trailing slash as the kernel takes them); that name is never opened.
+  const std::string inside = mountpoint + "/.wanbackup-mountpoint";
+  Result<ResolvedPath> at = ResolveForWriting(inside, PathPolicy::kTrusted, LastLink::kKeep);
+  if (!at.ok()) return AsMountRefusal(at.status(), inside, mountpoint);
+  *resolved = at->dir_path;
+  return std::move(at->dir);
+}
+
+// InvalidArgument when mounting on `mountpoint` (open: `dir`) would hide what the client needs:
+// the repository it serves (a mount inside it is the write guard's, a mount on it or above it
+// is refused here: the first read would wait on itself), a repository this client knows, the
+// trust anchor directory, or a credential file. And the write guard's rules for a directory:
+// no repository's directory, no trust anchor directory.
+Status RefuseMountpoint(pipeline::Repository& repo, const RepoFlags& flags,
+                        const std::string& mountpoint, const std::string& resolved, int dir) {
+  WriteTarget target;
+  target.to = resolved;
+  target.repo = &repo;
+  target.credential_files = CredentialFiles(flags, TargetFlags{});
+  WB_RETURN_IF_ERROR(AsMountRefusal(RefuseWriteTarget(target), resolved, mountpoint));
+
+  struct stat st {};
+  if (::fstat(dir, &st) != 0) return Status::FromErrno(errno, "mountpoint " + mountpoint);
+  const guard::FileId covered{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  std::vector<std::pair<std::string, std::string>> hidden = {
+      {repo.path(), "the repository it serves, " + repo.path()},
+      {pipeline::DefaultSecurityDir(),
+       "the trust anchor directory " + pipeline::DefaultSecurityDir()}};
+  for (const std::string& file : target.credential_files)
+    if (!file.empty() && file != "-") hidden.emplace_back(file, "the credential file " + file);
+  for (const char* var : {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE"}) {
+    if (const char* value = std::getenv(var); value != nullptr && *value != '\0') {
+      hidden.emplace_back(value, std::string("the credential file ") + value);
+    }
+  }
+  if (auto anchors = pipeline::TrustAnchorStore(pipeline::DefaultSecurityDir()).All();
+      anchors.ok()) {
+    for (const pipeline::AnchorRecord& anchor : *anchors)
+      for (const std::string& location : anchor.locations)
+        hidden.emplace_back(location, "repository " + location);
+  }
+  for (const auto& [path, what] : hidden) {
+    const guard::Identity id = guard::Identify(path);
+    if (id.kind != guard::Identity::Kind::kPath || !id.exists) continue;
+    const bool is = id.file == covered;
+    if (!is &&
+        std::find(id.directories.begin(), id.directories.end(), covered) == id.directories.end()) {
+      continue;
+    }
+    std::string text = "mountpoint " + mountpoint;
+    text += is ? " is " : " holds ";
+    text += what;
+    text +=
+        ", which the mount would hide; choose an empty directory elsewhere. Nothing was mounted";
+    return Status::InvalidArgument(text);
+  }
+  return Status::Ok();
+}
+
 // Opens the repository (its reader lock held while mounted), mounts and serves. `notify_fd`
 // (>= 0 for --background) gets "K" once mounted; the process then leaves the terminal, and
 // *mounted says so.
@@ -62,6 +152,9 @@ Status MountAndServe(const MountCommandOptions& opts, int notify_fd, bool* mount
   flags.command = "mount " + opts.mountpoint;  // what prune names when the mount holds it back
   WB_ASSIGN_OR_RETURN(mount::ReaderOptions reader, ReaderOptionsOf(opts));
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(flags, pipeline::OpenMode::kRead));
+  std::string resolved;
+  WB_ASSIGN_OR_RETURN(UniqueFd dir, OpenMountpointDirectory(opts.mountpoint, &resolved));
+  WB_RETURN_IF_ERROR(RefuseMountpoint(*repo, flags, opts.mountpoint, resolved, dir.get()));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> snapshots,
                       repo->catalog().Snapshots(false));
   const bool background = notify_fd >= 0;
@@ -75,6 +168,7 @@ Status MountAndServe(const MountCommandOptions& opts, int notify_fd, bool* mount
   };
   mount::MountOptions options;
   options.mountpoint = opts.mountpoint;
+  options.mountpoint_fd = dir.get();
   options.reader = reader;
   options.on_mounted = [&, count]() -> Status {
     if (!background) {
@@ -141,6 +235,8 @@ Status RunMount(const MountCommandOptions& opts) {
   // Before any passphrase is asked for: what would stop the mount anyway.
   WB_RETURN_IF_ERROR(mount::CheckCanMount(opts.mountpoint));
   WB_RETURN_IF_ERROR(ReaderOptionsOf(opts).status());
+  std::string resolved;  // a planted link is refused before any passphrase too
+  WB_RETURN_IF_ERROR(OpenMountpointDirectory(opts.mountpoint, &resolved).status());
   return opts.background ? MountInBackground(opts) : MountAndServe(opts, -1, nullptr);
 }
 
@@ -172,6 +268,11 @@ void RegisterMount(CLI::App& app, Runner* runner) {
       "LBA range: never wrong bytes. The mount holds the repository's reader lock, so prune\n"
       "waits for it (or names it), and snapshots taken after mounting appear at the next mount.\n"
       "Runs in the foreground until Ctrl-C, SIGTERM or fusermount3 -u MOUNTPOINT.\n"
+      "\nThe mountpoint is reached as restore's destination is: a symlink another user could\n"
+      "have planted is not followed, and it and every directory on the way must be root's or\n"
+      "yours and not writable by others (unless sticky). A mountpoint in or on a repository,\n"
+      "on or above the repository served, a repository this client knows, the trust anchor\n"
+      "directory or a key or passphrase file is refused (exit 2): the mount would hide it.\n"
       "\nFILE-LEVEL RESTORE (as root):\n"
       "  dev=$(losetup --find --show --read-only --partscan MOUNTPOINT/latest/disk.img)\n"
       "  mount -o ro,noload $dev /mnt/restore      # ext4 (XFS: -o ro,norecovery,nouuid); a\n"

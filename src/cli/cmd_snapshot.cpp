@@ -166,7 +166,8 @@ void RegisterSnapshot(CLI::App& app, Runner* runner) {
                   "iscsi://[user@]host[:port]/target-iqn/lun, or a file/device")
       ->required();
   cmd->add_option("--tag", opts->tag,
-                  "a label for this snapshot (printable UTF-8, at most 256 bytes); 'forget "
+                  "a label for this snapshot (printable UTF-8, at most 256 bytes; not '.', '..', "
+                  "'latest' or all digits, no '/': mount shows it as a name); 'forget "
                   "--keep-tag' keeps snapshots by it")
       ->check([](const std::string& tag) { return pipeline::CheckTag(tag).message(); });
   cmd->add_option("--progress", opts->progress, "auto, plain (timestamped lines), or none")

@@ -97,7 +97,10 @@ Status ServeMount(pipeline::Repository& repo, std::vector<catalog::SnapshotInfo>
   const SnapshotTree tree(std::move(snapshots));
   ImageReader reader(repo, tree, options.reader);
   internal::FuseContext context{tree, reader, ::geteuid(), ::getegid()};
-  Status served = internal::RunFuse(options.mountpoint, context, options.on_mounted);
+  const std::string mount_at = options.mountpoint_fd >= 0 && ::geteuid() == 0
+                                   ? "/proc/self/fd/" + std::to_string(options.mountpoint_fd)
+                                   : options.mountpoint;
+  Status served = internal::RunFuse(options.mountpoint, mount_at, context, options.on_mounted);
   if (stats != nullptr) *stats = reader.stats();
   return served;
 }

@@ -20,6 +20,11 @@ namespace wanbackup::mount {
 
 struct MountOptions {
   std::string mountpoint;
+  // >= 0: the mountpoint directory, open (O_PATH will do; the caller keeps it open while
+  // ServeMount runs). Root mounts on it through /proc/self/fd/N, so a link or directory put at
+  // `mountpoint`'s path after it was opened is not what gets covered. Another user's mount goes
+  // through fusermount3, which takes a path: `mountpoint`.
+  int mountpoint_fd = -1;
   ReaderOptions reader;
   // Called on the calling thread once the file system is mounted, before any request is
   // served (the CLI detaches a --background mount there). An error unmounts and is returned.

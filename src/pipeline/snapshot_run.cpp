@@ -203,6 +203,17 @@ Status CheckTag(std::string_view tag) {
       return Status::InvalidArgument("the tag holds a control character (a tab or a newline)");
     }
   }
+  // `wanbackup mount` shows each tag as a link beside the snapshots' numbered directories and
+  // `latest` (mount/snapshot_tree.h): a tag that cannot be such a name would be left out.
+  const bool digits = !tag.empty() && std::all_of(tag.begin(), tag.end(),
+                                                  [](char c) { return c >= '0' && c <= '9'; });
+  if (tag == "." || tag == ".." || tag == "latest" || digits ||
+      tag.find('/') != std::string_view::npos) {
+    return Status::InvalidArgument(
+        "the tag '" + std::string(tag) +
+        "' is not allowed: a tag may not be '.', '..', 'latest' or all digits, nor hold '/' (the "
+        "mount view names snapshots by number and 'latest', and each tag as a link beside them)");
+  }
   return Status::Ok();
 }
 

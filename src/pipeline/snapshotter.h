@@ -45,7 +45,9 @@ struct SnapshotProgress {
 inline constexpr size_t kMaxTagBytes = 256;
 
 // A snapshot's tag: UTF-8, printable (no tab, newline or other control character), at most
-// kMaxTagBytes. The error names what is wrong, not the flag or key it came from.
+// kMaxTagBytes, and a name the mount view can show as a link: not ".", "..", "latest" or all
+// digits, no "/". The error names what is wrong, not the flag or key it came from. Only tags
+// being set are checked: snapshots recorded with any tag still list, restore and mount.
 Status CheckTag(std::string_view tag);
 
 struct SnapshotOptions {

@@ -1,5 +1,6 @@
 // Text the user gives (tags, paths) that a snapshot record, which is JSON, cannot hold: refused in
 // one line before anything is written; and --json output that names such a path stays JSON.
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -83,6 +84,34 @@ TEST_CASE(
   CHECK(lines == 2);
   // --json keeps the name as it is.
   CHECK(nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out)[0]["source"] == odd);
+}
+
+TEST_CASE(
+    "snapshot: a tag the mount view cannot show ('.', '..', 'latest', digits, '/') is "
+    "refused in one line, nothing written",
+    "[cli]") {
+  TempDir dir{"tag-names"};
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 2, 2);
+  const auto before = TreeContents(repo.path());
+  for (const std::string tag : {".", "..", "latest", "1", "99", "0007", "a/b", "/"}) {
+    const RunResult r = repo.Wb({"snapshot", image, "--tag", tag});
+    INFO(tag << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--tag: the tag '" + tag + "' is not allowed") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  auto after = TreeContents(repo.path());
+  if (after.count(repo.path() + "/lock") != 0 && before.count(repo.path() + "/lock") != 0) {
+    after[repo.path() + "/lock"] = before.at(repo.path() + "/lock");
+  }
+  CHECK(after == before);
+  // Names that only look alike are tags like any other.
+  for (const std::string tag : {"latest-good", "v1", "1a", "..x", "x."})
+    repo.Ok({"snapshot", image, "--tag", tag});
+  CHECK(repo.Ok({"snapshots"}).out.find("latest-good") != std::string::npos);
 }
 
 }  // namespace

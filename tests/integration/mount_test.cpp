@@ -230,6 +230,42 @@ class PartitionMounts {
   bool one_ = false, two_ = false;
 };
 
+// Whether something is mounted on the directory `dir` (a canonical path), by
+// /proc/self/mountinfo.
+bool MountedOn(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devs, root, point;
+    if (fields >> id >> parent >> devs >> root >> point && point == dir) return true;
+  }
+  return false;
+}
+
+// For a mount that is meant to be refused: whatever got mounted on one of `dirs` anyway (a
+// failing test) is detached when this goes (lazily: a mount over its own repository would wait
+// on itself), and its --background daemon then ends as its /dev/fuse closes.
+class NoMountLeft {
+ public:
+  explicit NoMountLeft(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  ~NoMountLeft() {
+    for (const std::string& dir : dirs_)
+      for (int i = 0; i < 3 && MountedOn(dir); ++i)
+        Run({"umount", "-l", dir});
+  }
+  NoMountLeft(const NoMountLeft&) = delete;
+  NoMountLeft& operator=(const NoMountLeft&) = delete;
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
+// A symlink `link` -> `target` as another user (uid 65534) would have made it.
+void PlantLink(const std::string& target, const std::string& link) {
+  fs::create_directory_symlink(target, link);
+  REQUIRE(::lchown(link.c_str(), 65534, 65534) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("mount: a snapshot's disk.img loop-mounts to the same tree as the image itself",
@@ -524,6 +560,121 @@ TEST_CASE("mount: one file out of the image fetches only the chunks it and its m
   CHECK(fetched >= 1);
   CHECK(fetched <= 12);
   CHECK(fetched * 3 < stored_chunks);
+}
+
+TEST_CASE(
+    "mount: a mountpoint through another user's planted symlink or directory is refused, "
+    "nothing covered",
+    "[mount][integration]") {
+  if (const std::string why = FuseMissing(); !why.empty()) WB_SKIP(why);
+  TempDir tmp("mountlink");
+  RepoCli repo(tmp);
+  repo.Ok({"init", "--key-file", repo.key()});
+  WriteNoiseImage(tmp / "a.img", 7, 2);
+  repo.Ok({"snapshot", tmp / "a.img"});
+  // Root's own directories, and where another user may plant names: a sticky 1777 directory
+  // (as /tmp) and a directory of that user's.
+  for (const char* dir : {"secret", "secret2", "pub", "theirs"})
+    fs::create_directory(tmp / dir);
+  ::chmod((tmp / "secret").c_str(), 0700);
+  std::ofstream(tmp / "secret/important") << "keep me visible\n";
+  ::chmod((tmp / "pub").c_str(), 01777);
+  REQUIRE(::chown((tmp / "theirs").c_str(), 65534, 65534) == 0);
+  PlantLink(tmp / "secret", tmp / "pub/backups");
+  PlantLink(tmp / "secret2", tmp / "theirs/lnk");
+  fs::create_directory(tmp / "theirs/dir");      // root's name in their directory
+  fs::create_directory(tmp / "pub/theirs-mnt");  // their directory in the sticky one
+  REQUIRE(::chown((tmp / "pub/theirs-mnt").c_str(), 65534, 65534) == 0);
+  NoMountLeft cleanup(
+      {tmp / "secret", tmp / "secret2", tmp / "theirs/dir", tmp / "pub/theirs-mnt"});
+
+  const RunResult sticky = repo.Wb({"mount", tmp / "pub/backups", "--background"});
+  CheckOneLineError(sticky, 2, "is a symlink owned by uid 65534");
+  CHECK(sticky.err.find("Nothing was mounted") != std::string::npos);
+  CHECK_FALSE(MountedOn(tmp / "secret"));
+  CHECK(fs::exists(tmp / "secret/important"));
+
+  const RunResult owned = repo.Wb({"mount", tmp / "theirs/lnk", "--background"});
+  CheckOneLineError(owned, 2, "owned by uid 65534");
+  CHECK_FALSE(MountedOn(tmp / "secret2"));
+  const RunResult inside = repo.Wb({"mount", tmp / "theirs/dir", "--background"});
+  CheckOneLineError(inside, 2, "owned by uid 65534");
+  CHECK_FALSE(MountedOn(tmp / "theirs/dir"));
+  const RunResult their_dir = repo.Wb({"mount", tmp / "pub/theirs-mnt", "--background"});
+  CheckOneLineError(their_dir, 2, "owned by uid 65534");
+  CHECK_FALSE(MountedOn(tmp / "pub/theirs-mnt"));
+
+  // Root's own link in root's directory is followed: the mount is on its target.
+  fs::create_directory(tmp / "mnt");
+  fs::create_directory_symlink(tmp / "mnt", tmp / "mine");
+  {
+    FuseMount mounted(repo, tmp / "mine/");
+    INFO(mounted.log());
+    REQUIRE(mounted.ready());
+    CHECK(MountedOn(tmp / "mnt"));
+    CHECK(SameFile(tmp / "mnt/1/disk.img", tmp / "a.img"));
+    CHECK(mounted.Signal(SIGTERM) == 0);  // unmounts the directory it mounted on
+  }
+  CHECK_FALSE(MountedOn(tmp / "mnt"));
+}
+
+TEST_CASE(
+    "mount: a mountpoint in or over a repository, the trust anchors or a key's directory "
+    "is refused, nothing mounted",
+    "[mount][integration]") {
+  if (const std::string why = FuseMissing(); !why.empty()) WB_SKIP(why);
+  TempDir tmp("mountguard");
+  RepoCli repo(tmp);
+  repo.Ok({"init", "--key-file", repo.key()});
+  WriteNoiseImage(tmp / "a.img", 8, 2);
+  repo.Ok({"snapshot", tmp / "a.img"});
+  // Another repository this client knows, and one it does not (copied: no anchor names it).
+  fs::create_directory(tmp / "other");
+  const std::string other = tmp / "other/repo";
+  repo.Ok({"init", other, "--key-file", repo.key()});
+  repo.Ok({"snapshots", "--repo", other});
+  REQUIRE(Run({"cp", "-a", repo.path(), tmp / "copy"}).exit_code == 0);
+  std::string prefix;
+  for (const auto& e : fs::directory_iterator(repo.path() + "/packs"))
+    if (e.is_directory()) prefix = e.path().string();
+  REQUIRE(!prefix.empty());
+  fs::create_directory(tmp / "keys");
+  fs::copy_file(repo.key(), tmp / "keys/k.key");
+  ::chmod((tmp / "keys/k.key").c_str(), 0600);
+  const char* anchors = std::getenv("WANBACKUP_SECURITY_DIR");
+  REQUIRE(anchors != nullptr);
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {repo.path(), "repository"},
+      {repo.path() + "/packs", "repository"},
+      {prefix, "repository"},
+      {repo.path() + "/readers", "repository"},
+      {tmp / "copy/packs", "repository"},
+      {tmp.path(), "the repository it serves"},
+      {tmp / "other", "holds repository "},
+      {anchors, "trust anchor directory"},
+  };
+  std::vector<std::string> dirs = {tmp / "keys"};
+  for (const auto& [dir, says] : refused)
+    dirs.push_back(fs::canonical(dir).string());
+  NoMountLeft cleanup(dirs);
+  const auto before = TreeContents(repo.path());
+  for (const auto& [dir, says] : refused) {
+    INFO(dir);
+    const RunResult r = repo.Wb({"mount", dir, "--background"});
+    CheckOneLineError(r, 2, says);
+    CHECK(r.err.find("Nothing was mounted") != std::string::npos);
+    CHECK_FALSE(MountedOn(fs::canonical(dir).string()));
+  }
+  const RunResult key_dir = repo.Wb({"mount", tmp / "keys", "--background"}, "",
+                                    {{"WANBACKUP_KEY_FILE", tmp / "keys/k.key"}});
+  CheckOneLineError(key_dir, 2, "credential file");
+  CHECK_FALSE(MountedOn(tmp / "keys"));
+  // Nothing was left in the repository but its lock's last holder.
+  auto after = TreeContents(repo.path());
+  after[repo.path() + "/lock"] = before.at(repo.path() + "/lock");
+  CHECK(after == before);
+  repo.Ok({"snapshots"});
 }
 
 }  // namespace wanbackup::testing

@@ -222,6 +222,19 @@ TEST_CASE("job config: a job name outside [A-Za-z0-9_][A-Za-z0-9_-]* is refused,
   CHECK(d.Load(d.Repos() + "[jobs._db-2]\n" + body).ok());
 }
 
+TEST_CASE("job config: a tag the mount view cannot show as a name is refused at its line",
+          "[config]") {
+  ConfigDir d;
+  for (const std::string tag : {".", "..", "latest", "1", "99", "a/b"}) {
+    INFO(tag);
+    const std::string why = d.Refused(d.Repos() + d.Job() + "tag = \"" + tag + "\"\n");
+    CHECK(why.find("tag") != std::string::npos);
+    CHECK(why.find("all digits") != std::string::npos);
+  }
+  for (const std::string tag : {"nightly", "latest-good", "v1", "1a", "..x"})
+    CHECK(d.Load(d.Repos() + d.Job() + "tag = \"" + tag + "\"\n").ok());
+}
+
 TEST_CASE("job config: verify_share that is not a number from 0 to 1 is refused at its line",
           "[config]") {
   ConfigDir d;

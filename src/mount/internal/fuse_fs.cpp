@@ -198,7 +198,7 @@ struct FuseDeleter {
 
 }  // namespace
 
-Status RunFuse(const std::string& mountpoint, FuseContext& context,
+Status RunFuse(const std::string& mountpoint, const std::string& mount_at, FuseContext& context,
                const std::function<Status()>& on_mounted) {
   fuse_args args = FUSE_ARGS_INIT(0, nullptr);
   const char* argv[] = {"wanbackup", "-o",
@@ -209,7 +209,7 @@ Status RunFuse(const std::string& mountpoint, FuseContext& context,
   std::unique_ptr<fuse, FuseDeleter> f(fuse_new(&args, &ops, sizeof ops, &context));
   fuse_opt_free_args(&args);
   if (!f) return Status::Internal("mount: libfuse refused its options");
-  if (fuse_mount(f.get(), mountpoint.c_str()) != 0) {
+  if (fuse_mount(f.get(), mount_at.c_str()) != 0) {
     return Status::IoError("mounting " + mountpoint + " failed (libfuse's reason is above)");
   }
   Status status = on_mounted ? on_mounted() : Status::Ok();

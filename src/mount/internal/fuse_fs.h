@@ -22,10 +22,12 @@ struct FuseContext {
   gid_t gid;
 };
 
-// Mounts read-only at `mountpoint` (allow_other, so root can loop-mount the image of a user's
+// Mounts read-only at `mount_at` (allow_other, so root can loop-mount the image of a user's
 // mount; default_permissions, so the kernel keeps everyone else out), calls on_mounted, serves
-// until unmounted or SIGINT/SIGTERM/SIGHUP, then unmounts.
-Status RunFuse(const std::string& mountpoint, FuseContext& context,
+// until unmounted or SIGINT/SIGTERM/SIGHUP, then unmounts. `mount_at` may be /proc/self/fd/N
+// of an open directory (as root: mount(2) and umount2(2) follow that link to the directory
+// itself); messages name `mountpoint`.
+Status RunFuse(const std::string& mountpoint, const std::string& mount_at, FuseContext& context,
                const std::function<Status()>& on_mounted);
 
 }  // namespace wanbackup::mount::internal
