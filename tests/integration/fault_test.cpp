@@ -218,16 +218,27 @@ TEST_CASE(
   Json(Local({"verify", "--repo", repo, "--json"}, Keyed(repo)));
 }
 
+namespace {
+
+// A repository in `s` with one snapshot of `image` (noise), and an older file at `out` that a
+// restore --force would replace.
+void OneSnapshotAndAnOldFile(const ScratchRepo& s, const std::string& image,
+                             const std::string& out) {
+  Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
+  MakeNoiseImage(image, 9, 3);
+  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
+  std::ofstream(out) << "the old file";
+}
+
+}  // namespace
+
 TEST_CASE(
     "fault: the temporary a SIGKILLed restore --force left is removed by the next one, a running "
     "one's is not",
     "[fault][integration]") {
   ScratchRepo s{"staletemp"};
-  Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
   const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
-  MakeNoiseImage(image, 9, 3);
-  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
-  std::ofstream(out) << "the old file";
+  OneSnapshotAndAnOldFile(s, image, out);
   const pid_t gone = ::fork();  // a process id that no process has now
   if (gone == 0) ::_exit(0);
   REQUIRE(gone > 0);
@@ -250,11 +261,8 @@ TEST_CASE(
     "intact",
     "[fault][integration]") {
   ScratchRepo s{"faulttest"};
-  Json(Local({"init", s.repo, "--key-file", s.repo + ".key", "--json"}, Keyed(s.repo)));
   const std::string image = s.dir + "/image.img", out = s.dir + "/out.img";
-  MakeNoiseImage(image, 9, 3);
-  Json(Local({"snapshot", image, "--repo", s.repo, "--json"}, Keyed(s.repo)));
-  std::ofstream(out) << "the old file";
+  OneSnapshotAndAnOldFile(s, image, out);
   std::ofstream(s.dir + "/old.copy") << "the old file";
 
   RunResult refused = Local({"restore", "1", "--to", out, "--repo", s.repo}, Keyed(s.repo));
