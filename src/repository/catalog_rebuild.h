@@ -47,6 +47,12 @@ struct RebuildReport {
 
 struct RebuildOptions {
   std::function<void(uint64_t bytes_done, uint64_t bytes_total)> on_progress;
+  // The catalog cache of an S3 repository (Repository::remote()): chunk records are indexed
+  // from their headers alone (one small ranged read each; their payloads are authenticated
+  // when they are read), only the snapshots the newest head lists come back, nothing is written
+  // to the repository (a head that lists a snapshot that cannot be rebuilt is Corruption naming
+  // 'repair catalog'), and the new catalog replaces the cache's (InstallCacheCatalog).
+  bool cache = false;
 };
 
 Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options);
