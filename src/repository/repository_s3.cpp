@@ -89,7 +89,8 @@ Status Repository::InitS3(const std::string& url, const InitOptions& o) {
   WB_RETURN_IF_ERROR(s3->CheckBucket());
   WB_ASSIGN_OR_RETURN(const std::vector<S3Object> there, s3->List(""));
   for (const S3Object& object : there) {
-    if (object.name == kS3ConfigName) return Status::AlreadyExists(where + " already holds a repository");
+    if (object.name == kS3ConfigName)
+      return Status::AlreadyExists(where + " already holds a repository");
   }
   if (!there.empty()) {
     return Status::AlreadyExists(where + " is not empty (" + std::to_string(there.size()) +

@@ -64,8 +64,7 @@ std::string S3LockStaleReason(const S3LockInfo& info, const std::string& here, i
     return "its process " + std::to_string(info.pid) + " on this host is gone";
   }
   const int64_t age = now_unix - info.refreshed_unix;
-  const int64_t limit =
-      std::chrono::duration_cast<std::chrono::seconds>(kS3LockStaleAfter).count();
+  const int64_t limit = std::chrono::duration_cast<std::chrono::seconds>(kS3LockStaleAfter).count();
   if (age > limit) {
     return "it was not refreshed for " + std::to_string(age / 60) +
            " minutes (a live holder refreshes it every " +
@@ -140,8 +139,7 @@ Result<std::string> S3RepoLock::Conflict(const LockOptions& options) {
 }
 
 Result<std::unique_ptr<S3RepoLock>> S3RepoLock::Acquire(std::shared_ptr<S3Objects> s3,
-                                                        LockKind kind,
-                                                        const LockOptions& options) {
+                                                        LockKind kind, const LockOptions& options) {
   S3LockInfo info;
   info.kind = kind;
   info.host = HostName();

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "repository/s3_lock.h"
 #include "store/internal/s3_client.h"
 #include "store/s3_lab.h"
 #include "support/repo_cli.h"
@@ -87,8 +88,7 @@ std::map<std::string, uint64_t> ObjectsAt(const std::string& url) {
 
 }  // namespace
 
-TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across the WAN",
-          "[s3lab]") {
+TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across the WAN", "[s3lab]") {
   TempDir dir("s3repo");
   const S3Host a(dir, "a", NewRepoUrl());
   a.Ok({"init", "--key-file", a.key});
@@ -114,9 +114,10 @@ TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across th
   }
 }
 
-TEST_CASE("s3 repository: a second host with an empty cache lists and restores, and each host "
-          "catches up with the other's snapshots",
-          "[s3lab]") {
+TEST_CASE(
+    "s3 repository: a second host with an empty cache lists and restores, and each host "
+    "catches up with the other's snapshots",
+    "[s3lab]") {
   TempDir dir("s3repo2");
   const S3Host a(dir, "a", NewRepoUrl());
   const S3Host b(dir, "b", a.url);
@@ -142,9 +143,10 @@ TEST_CASE("s3 repository: a second host with an empty cache lists and restores, 
   b.Ok({"verify"});
 }
 
-TEST_CASE("s3 repository: wrong keys, a missing bucket, an unreachable endpoint and a bad URL "
-          "fail with one line and change nothing",
-          "[s3lab]") {
+TEST_CASE(
+    "s3 repository: wrong keys, a missing bucket, an unreachable endpoint and a bad URL "
+    "fail with one line and change nothing",
+    "[s3lab]") {
   TempDir dir("s3repo3");
   const S3Host a(dir, "a", NewRepoUrl());
   a.Ok({"init", "--key-file", a.key});
@@ -159,8 +161,8 @@ TEST_CASE("s3 repository: wrong keys, a missing bucket, an unreachable endpoint 
   CheckOneLineError(a.Wb({"snapshots"}, {{"AWS_ACCESS_KEY_ID", ""}}), 5, "AWS_ACCESS_KEY_ID");
 
   CheckOneLineError(
-      a.Wb({"snapshots"}, {{"WANBACKUP_REPO", "s3:" + lab.endpoint + "/no-such-bucket-wb/x"}}),
-      6, "does not exist");
+      a.Wb({"snapshots"}, {{"WANBACKUP_REPO", "s3:" + lab.endpoint + "/no-such-bucket-wb/x"}}), 6,
+      "does not exist");
   // Nothing listens on port 1 in site B: refused at once, retried, then one line.
   CheckOneLineError(a.Wb({"snapshots"}, {{"WANBACKUP_REPO", "s3:http://198.18.0.2:1/bkt/x"}}), 4,
                     "cannot connect");
@@ -186,13 +188,14 @@ void PlantLock(const std::string& url, const std::string& kind, int64_t age_s) {
   Result<std::unique_ptr<pipeline::internal::S3Client>> client =
       pipeline::internal::S3Client::Create(*loc, testing::S3Lab::Get().Credentials(), {});
   REQUIRE(client.ok());
-  const std::string text =
-      nlohmann::json{{"kind", kind},
-                     {"host", "other-host"},
-                     {"pid", 4242},
-                     {"holder", "wanbackup pid 4242 on other-host running 'snapshot'"},
-                     {"refreshed_unix", static_cast<int64_t>(std::time(nullptr)) - age_s}}
-          .dump();
+  const std::string text = nlohmann::json{
+      {"kind", kind},
+      {"host", "other-host"},
+      {"pid", 4242},
+      {"holder", "wanbackup pid 4242 on other-host running 'snapshot'"},
+      {"refreshed_unix",
+       static_cast<int64_t>(std::time(nullptr)) -
+           age_s}}.dump();
   REQUIRE((*client)
               ->Upload(loc->Key("locks/" + kind + "-planted.json"),
                        reinterpret_cast<const uint8_t*>(text.data()), text.size())
@@ -208,9 +211,10 @@ size_t PackCount(const std::string& url) {
 
 }  // namespace
 
-TEST_CASE("s3 repository: another host's lock keeps prune out, a stale one is explained and "
-          "removed, and forget and prune keep what is kept",
-          "[s3lab]") {
+TEST_CASE(
+    "s3 repository: another host's lock keeps prune out, a stale one is explained and "
+    "removed, and forget and prune keep what is kept",
+    "[s3lab]") {
   TempDir dir("s3repo4");
   const S3Host a(dir, "a", NewRepoUrl());
   const S3Host b(dir, "b", a.url);
@@ -245,4 +249,61 @@ TEST_CASE("s3 repository: another host's lock keeps prune out, a stale one is ex
   b.Ok({"restore", "2", "--to", dir / "two-b.img"});
   CHECK(SameFile(dir / "two.img", dir / "two-b.img"));
   b.Ok({"verify"});
+}
+
+TEST_CASE(
+    "s3 repository: repair catalog rebuilds a damaged cache, and replicate brings a file "
+    "to each snapshot",
+    "[s3lab]") {
+  TempDir dir("s3repo5");
+  const S3Host a(dir, "a", NewRepoUrl());
+  a.Ok({"init", "--key-file", a.key});
+  // Two snapshots of one source (a replica holds one series), and each version kept aside.
+  WriteNoiseImage(dir / "one.img", 31, 2);
+  WriteNoiseImage(dir / "two.img", 32, 2);
+  WriteNoiseImage(dir / "disk.img", 31, 2);
+  a.Ok({"snapshot", dir / "disk.img"});
+  WriteNoiseImage(dir / "disk.img", 32, 2);
+  a.Ok({"snapshot", dir / "disk.img"});
+
+  // A cache whose catalog lost its rows is refused (the head lists more), and repaired.
+  testing::Sql(a.cache + "/catalog.db", "DELETE FROM snapshot_maps; DELETE FROM snapshots;");
+  CHECK(a.Wb({"snapshots"}).exit_code == 3);
+  a.Ok({"repair", "catalog"});
+  CHECK(a.SnapshotCount() == 2);
+
+  a.Ok({"replicate", "1", "--to", dir / "replica.img"});
+  CHECK(SameFile(dir / "one.img", dir / "replica.img"));
+  a.Ok({"replicate", "2", "--to", dir / "replica.img"});
+  CHECK(SameFile(dir / "two.img", dir / "replica.img"));
+}
+
+TEST_CASE(
+    "s3 lock objects: kinds keep out what repo_lock.h keeps out, and stale ones are told "
+    "apart",
+    "[s3lock]") {
+  using pipeline::LockKind;
+  CHECK(pipeline::S3LocksCompatible(LockKind::kShared, LockKind::kShared));
+  CHECK(pipeline::S3LocksCompatible(LockKind::kShared, LockKind::kWriter));
+  CHECK_FALSE(pipeline::S3LocksCompatible(LockKind::kWriter, LockKind::kWriter));
+  CHECK_FALSE(pipeline::S3LocksCompatible(LockKind::kShared, LockKind::kExclusive));
+  CHECK_FALSE(pipeline::S3LocksCompatible(LockKind::kExclusive, LockKind::kWriter));
+
+  pipeline::S3LockInfo info;
+  info.kind = LockKind::kWriter;
+  info.host = "h1";
+  info.pid = 77;
+  info.holder = "wanbackup pid 77 on h1 running 'snapshot'";
+  info.refreshed_unix = 1'000'000;
+  Result<pipeline::S3LockInfo> back = pipeline::ParseS3Lock(pipeline::S3LockJson(info));
+  REQUIRE(back.ok());
+  CHECK(back->kind == LockKind::kWriter);
+  CHECK(back->holder == info.holder);
+  CHECK_FALSE(pipeline::ParseS3Lock("{\"kind\": 3}").ok());
+  // Alive: its pid runs here, or it was refreshed lately on another host.
+  CHECK(pipeline::S3LockStaleReason(info, "h1", 1'000'060, true).empty());
+  CHECK(pipeline::S3LockStaleReason(info, "h2", 1'000'000 + 29 * 60, false).empty());
+  CHECK_THAT(pipeline::S3LockStaleReason(info, "h1", 1'000'060, false), Catch::Contains("gone"));
+  CHECK_THAT(pipeline::S3LockStaleReason(info, "h2", 1'000'000 + 31 * 60, false),
+             Catch::Contains("not refreshed for 31 minutes"));
 }
