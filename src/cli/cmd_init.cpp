@@ -12,6 +12,7 @@
 #include "common/units.h"
 #include "repository/repository_trust.h"
 #include "repository/trust_anchor.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -56,7 +57,11 @@ Status RunInit(InitCommandOptions opts) {
     opts.repo.repo = opts.repo_positional;
   }
   WB_ASSIGN_OR_RETURN(std::string path, RepoPath(opts.repo));
-  WB_RETURN_IF_ERROR(CheckNewRepositoryPlace(path));
+  if (pipeline::IsS3Url(path)) {
+    WB_RETURN_IF_ERROR(pipeline::ParseS3Url(path).status());  // a bad URL before any question
+  } else {
+    WB_RETURN_IF_ERROR(CheckNewRepositoryPlace(path));
+  }
   pipeline::InitOptions init;
   WB_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(opts.chunk_size));
   init.chunk_size = static_cast<uint32_t>(std::min<uint64_t>(chunk, UINT32_MAX));
@@ -69,7 +74,7 @@ Status RunInit(InitCommandOptions opts) {
       pipeline::RecordNewRepository(pipeline::TrustAnchorStore(pipeline::DefaultSecurityDir()),
                                     config, pipeline::CanonicalLocation(path)));
   if (opts.json) {
-    nlohmann::json j = {{"repository", path},
+    nlohmann::json j = {{"repository", pipeline::CanonicalLocation(path)},
                         {"id", config.id},
                         {"chunk_size", config.chunk_size},
                         {"compression_level", config.zstd_level},

@@ -109,7 +109,15 @@ RepoFlags WithEnvironment(RepoFlags flags) {
 
 void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
   const char* group = "Repository";
-  command->add_option("-r,--repo", flags->repo, "repository directory (or $WANBACKUP_REPO)")
+  command
+      ->add_option("-r,--repo", flags->repo,
+                   "repository directory, or s3:http[s]://HOST[:PORT]/BUCKET[/PREFIX] with its "
+                   "keys in $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (or $WANBACKUP_REPO)")
+      ->group(group);
+  command
+      ->add_option("--cache-dir", flags->cache_dir,
+                   "S3 repositories: the directory of the catalog cache (or $WANBACKUP_CACHE_DIR; "
+                   "default ~/.cache/wanbackup/ID, /var/cache/wanbackup/ID for root)")
       ->group(group);
   command
       ->add_option("--password-file", flags->password_file,
@@ -264,6 +272,7 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   if (!wait.ok()) return wait.status().WithContext("--lock-wait");
   lock.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
   lock.wait_setting = flags.lock_wait_setting;
+  lock.on_note = [](const std::string& line) { PrintWarning(line); };
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
   const std::string location = pipeline::CanonicalLocation(path);
@@ -283,7 +292,8 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
     if (!passphrase.ok()) return passphrase.status();
     credentials.passphrase = std::move(*passphrase);
   }
-  auto repo = pipeline::Repository::Open(path, credentials, mode, lock);
+  auto repo = pipeline::Repository::Open(path, credentials, mode, lock,
+                                         EnvOr(flags.cache_dir, "WANBACKUP_CACHE_DIR"));
   if (repo.ok() && !flags.skip_trust_checks) {
     WB_RETURN_IF_ERROR(pipeline::CheckOpenedRepository(anchors, **repo, location,
                                                        mode != pipeline::OpenMode::kRepair));

@@ -1,6 +1,8 @@
 // Flags every repository command shares, and turning them into an open Repository.
 //
-// Repository: --repo or $WANBACKUP_REPO. --lock-wait DURATION: how long to wait for a lock
+// Repository: --repo or $WANBACKUP_REPO, a directory or an S3 URL (s3:http[s]://HOST[:PORT]/
+// BUCKET[/PREFIX], its keys from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, its catalog
+// cached in --cache-dir or $WANBACKUP_CACHE_DIR). --lock-wait DURATION: how long to wait for a lock
 // another command holds (repo_lock.h) before giving up with exit 7 naming it; default 0. Secrets,
 // first found wins: --key-file
 // ($WANBACKUP_KEY_FILE) for key-file repositories; for passphrase repositories --password-file
@@ -26,6 +28,8 @@ struct RepoFlags {
   std::string repo;
   std::string password_file;
   std::string key_file;
+  // --cache-dir: where an S3 repository's catalog cache is (empty: pipeline::DefaultCacheDir).
+  std::string cache_dir;
   std::string lock_wait = "0";  // --lock-wait: how long to wait for another command's lock
   std::string lock_wait_setting = "--lock-wait";  // where lock_wait came from (for messages)
   std::string command;                            // the verb, named in the lock's holder line

@@ -165,8 +165,11 @@ Status Snapshotter::SyncPack() {
 
 // Pack data first, then the catalog that points at it (docs/durability.md).
 Status Snapshotter::Commit(bool force) {
-  const bool due = stored_since_commit_ >= options_.commit_bytes ||
-                   Clock::now() - last_commit_ >= options_.commit_interval;
+  // On object storage a commit is due when the pack is full: its only upload (a Sync of a
+  // pack that is not closed would upload all of it again at the next one).
+  const bool due = repo_.remote() ? pack_ && pack_->size() >= options_.pack_size
+                                  : stored_since_commit_ >= options_.commit_bytes ||
+                                        Clock::now() - last_commit_ >= options_.commit_interval;
   if (!force && !due) return Status::Ok();
   const int64_t t0 = ThreadCpuNs();
   WB_RETURN_IF_ERROR(SyncPack());

@@ -74,6 +74,8 @@ class Rebuilder {
   // False when the record was damaged (reported): its header's size cannot be trusted then.
   Result<bool> IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
                            uint64_t offset, const RecordHeader& h);
+  // A chunk record indexed from its header alone (RebuildOptions::cache).
+  Result<bool> IndexChunkHeader(int64_t pack_id, uint64_t offset, const RecordHeader& h);
   Status AddSnapshot(int64_t record_id, const SnapshotRecord& r);
   Result<std::vector<Digest>> LoadSegment(const Digest& digest);
 
@@ -123,6 +125,7 @@ Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& read
     report_.problems.push_back("record in pack " + where() + " claims an impossible size");
     return false;
   }
+  if (options_.cache && h.kind == RecordKind::kChunk) return IndexChunkHeader(pack_id, offset, h);
   Result<RecordHeader> read = ReadRecordAt(reader, offset, h.stored_size, &record_);
   Status open = read.status();
   if (open.ok()) {
@@ -153,6 +156,24 @@ Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& read
   } else {
     NoteSealed(*read, id, where());
   }
+  return true;
+}
+
+Result<bool> Rebuilder::IndexChunkHeader(int64_t pack_id, uint64_t offset, const RecordHeader& h) {
+  ++report_.records;
+  WB_ASSIGN_OR_RETURN(std::optional<int64_t> known, catalog_->FindChunk(h.digest));
+  if (known) {
+    ++report_.duplicates;
+    return true;
+  }
+  catalog::ChunkRecord c;
+  c.kind = catalog::ChunkKind::kData;
+  c.digest = h.digest;
+  c.pack_id = pack_id;
+  c.offset = offset;
+  c.stored_size = h.stored_size;
+  c.raw_size = h.raw_size;
+  WB_RETURN_IF_ERROR(catalog_->AddChunk(c).status());
   return true;
 }
 
@@ -326,7 +347,9 @@ Result<RebuildReport> Rebuilder::Run() {
   // Oldest first: the order records were written, so the first copy of a duplicated record is
   // the one an earlier catalog named.
   WB_ASSIGN_OR_RETURN(std::vector<PackFile> packs, repo_.packs().List());
-  if (!options_.allow_missing_packs) WB_RETURN_IF_ERROR(CheckNoneMissing(packs));
+  if (!options_.allow_missing_packs && !options_.cache) {
+    WB_RETURN_IF_ERROR(CheckNoneMissing(packs));
+  }
   for (const PackFile& p : packs)
     bytes_total_ += p.size;
   {
@@ -347,6 +370,10 @@ Result<RebuildReport> Rebuilder::Run() {
     WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));
     catalog_.reset();  // closes it: the WAL is folded into the file
   }
+  if (options_.cache) {
+    WB_RETURN_IF_ERROR(repo_.InstallCacheCatalog(built));
+    return report_;
+  }
   WB_RETURN_IF_ERROR(repo_.InstallCatalog(built, &report_.old_catalog));
   if (report_.new_head) repo_.HeadCommitted(report_.head_counter);
   return report_;
@@ -366,6 +393,8 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
   std::map<int64_t, const Sealed*> by_id;
   for (const Sealed& s : sealed_) {
     const HeadEntry entry{s.record.info.id, s.digest};
+    // A cache follows the newest head alone: what it does not list is 'repair catalog''s.
+    if (options_.cache && head_ && !Listed(entry)) continue;
     if (!Listed(entry) && forgotten_.count(s.digest) != 0) {
       report_.forgotten.push_back(entry.id);
       continue;
@@ -395,6 +424,16 @@ Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
     if (std::find(rebuilt.begin(), rebuilt.end(), e) == rebuilt.end()) {
       report_.lost.push_back(e.id);
     }
+  }
+  if (options_.cache) {
+    return Status::Corruption(
+        "the catalog cache cannot be rebuilt: the repository's newest head lists snapshot " +
+        std::to_string(report_.lost.front()) +
+        (report_.lost.size() > 1 ? " and " + std::to_string(report_.lost.size() - 1) + " more"
+                                 : "") +
+        " that cannot be rebuilt from the packs (" +
+        (report_.problems.empty() ? std::string("missing") : report_.problems.front()) +
+        "); 'wanbackup repair catalog --repo " + repo_.path() + "' says what is lost");
   }
   // The newest head has the highest counter in the packs (NoteSealed): one above it, so that
   // no head in the packs outranks what was rebuilt.

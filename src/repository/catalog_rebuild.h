@@ -50,7 +50,15 @@ struct RebuildOptions {
   // Rebuild although the old catalog (when it can still be read) names packs the store does not
   // hold. Without it, that is Corruption and nothing is changed: a disk not mounted yet under
   // packs/, or something mounted over it, must not become a catalog and a head without them.
+  // (Not for an S3 repository's cache, which follows the store: another host's prune removes
+  // packs it still names.)
   bool allow_missing_packs = false;
+  // The catalog cache of an S3 repository (Repository::remote()): chunk records are indexed
+  // from their headers alone (one small ranged read each; their payloads are authenticated
+  // when they are read), only the snapshots the newest head lists come back, nothing is written
+  // to the repository (a head that lists a snapshot that cannot be rebuilt is Corruption naming
+  // 'repair catalog'), and the new catalog replaces the cache's (InstallCacheCatalog).
+  bool cache = false;
 };
 
 Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options);

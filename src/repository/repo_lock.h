@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,8 @@ struct LockOptions {
   std::string command = "wanbackup";         // named in the holder line ("prune", "restore" ...)
   std::chrono::milliseconds wait{0};         // how long to keep trying before giving up
   std::string wait_setting = "--lock-wait";  // where the user sets `wait` (named on giving up)
+  // Told one line per stale lock that was ignored and removed (S3 lock objects, s3_lock.h).
+  std::function<void(const std::string&)> on_note;
 };
 
 class RepoLock {

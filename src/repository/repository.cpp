@@ -21,7 +21,10 @@
 #include "repository/internal/config_json.h"
 #include "repository/record.h"
 #include "repository/repository_place.h"
+#include "repository/s3_lock.h"
 #include "store/fs_util.h"
+#include "store/s3_objects.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -121,7 +124,7 @@ uint64_t ParseSetting(const std::string& value) {
 
 // What Init can refuse before it touches anything: the options, then the directory (a new or
 // empty one; `exists` says whether it is there).
-Status CheckInitTarget(const std::string& path, const InitOptions& o, bool* exists) {
+Status CheckInitOptions(const InitOptions& o) {
   const uint32_t cs = o.chunk_size;
   if (cs < (64u << 10) || cs > (64u << 20) || (cs & (cs - 1)) != 0) {
     return Status::InvalidArgument("--chunk-size must be a power of two from 64K to 64M");
@@ -129,6 +132,11 @@ Status CheckInitTarget(const std::string& path, const InitOptions& o, bool* exis
   if (o.zstd_level < 0 || o.zstd_level > 19) {
     return Status::InvalidArgument("compression level must be 0 (none) to 19");
   }
+  return Status::Ok();
+}
+
+Status CheckInitTarget(const std::string& path, const InitOptions& o, bool* exists) {
+  WB_RETURN_IF_ERROR(CheckInitOptions(o));
   if (!DirIsEmptyOrMissing(path, exists)) {
     struct stat st {};
     if (::stat(Join(path, kConfigName).c_str(), &st) == 0) {
@@ -198,8 +206,18 @@ Status MakeLayout(const std::string& path, bool exists) {
 
 }  // namespace
 
+namespace internal {
+Status CheckNewRepositoryOptions(const InitOptions& o) {
+  return CheckInitOptions(o);
+}
+Result<RepositoryConfig> NewRepositoryConfig(const InitOptions& o) {
+  return NewConfig(o);
+}
+}  // namespace internal
+
 Status Repository::Init(const std::string& path, const InitOptions& o) {
   WB_RETURN_IF_ERROR(InitCrypto());
+  if (IsS3Url(path)) return InitS3(path, o);
   bool exists = false;
   WB_RETURN_IF_ERROR(CheckInitTarget(path, o, &exists));
   WB_ASSIGN_OR_RETURN(const RepositoryConfig c, NewConfig(o));
@@ -217,6 +235,10 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
 }
 
 Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
+  if (IsS3Url(path)) {
+    WB_ASSIGN_OR_RETURN(std::shared_ptr<S3Objects> s3, internal::OpenS3Objects(path));
+    return internal::ReadS3Config(*s3);
+  }
   const std::string config_path = Join(path, kConfigName);
   // Never through a link or from a FIFO planted in its place (a repository another user owns).
   std::string text;
@@ -232,8 +254,10 @@ Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
 
 Result<std::unique_ptr<Repository>> Repository::Open(const std::string& path,
                                                      const Credentials& credentials, OpenMode mode,
-                                                     const LockOptions& lock) {
+                                                     const LockOptions& lock,
+                                                     const std::string& cache_dir) {
   WB_RETURN_IF_ERROR(InitCrypto());
+  if (IsS3Url(path)) return OpenS3(path, credentials, mode, lock, cache_dir);
   if (mode != OpenMode::kRead && !ReadOnlyDir(path)) WB_RETURN_IF_ERROR(CheckPlaceForWriting(path));
   std::unique_ptr<Repository> repo(new Repository());
   repo->path_ = path;
@@ -435,13 +459,13 @@ Status Repository::UpgradeConfig() {
   RepositoryConfig updated = config_;
   updated.format = kRepositoryFormat;
   updated.authentication = Authenticate(updated, *keys_);
-  WB_RETURN_IF_ERROR(WriteFileAtomic(path_, kConfigName, ConfigJson(updated)));
+  WB_RETURN_IF_ERROR(WriteConfigFile(updated));
   config_ = updated;
   return Status::Ok();
 }
 
 std::string Repository::CatalogPath() const {
-  return Join(path_, kCatalogName);
+  return Join(local_dir(), kCatalogName);
 }
 
 Status Repository::InstallCatalog(const std::string& built_path, std::string* kept_as) {
@@ -476,7 +500,7 @@ Status Repository::InstallCatalog(const std::string& built_path, std::string* ke
   if (::rename(built_path.c_str(), target.c_str()) != 0) {
     return Status::FromErrno(errno, "installing the rebuilt catalog");
   }
-  WB_RETURN_IF_ERROR(SyncDir(path_));
+  WB_RETURN_IF_ERROR(SyncDir(local_dir()));
   WB_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Open(target, false));
   return LoadPacks();
 }
@@ -485,6 +509,13 @@ Repository::~Repository() {
   catalog_.reset();
   pack_readers_.clear();
   lock_.reset();  // releases the locks
+  s3_lock_.reset();
+  if (cache_lock_fd_ >= 0) ::close(cache_lock_fd_);
+}
+
+Status Repository::WriteConfigFile(const RepositoryConfig& config) {
+  if (s3_) return s3_->Put(kConfigName, ConfigJson(config));
+  return WriteFileAtomic(path_, kConfigName, ConfigJson(config));
 }
 
 std::string Repository::PackPath(const std::string& name) const {
@@ -605,7 +636,7 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
     std::swap(config_, floor);
     WB_RETURN_IF_ERROR(s);
   }
-  WB_RETURN_IF_ERROR(WriteFileAtomic(path_, kConfigName, ConfigJson(updated)));
+  WB_RETURN_IF_ERROR(WriteConfigFile(updated));
   config_ = updated;
   return WriteSettings();
 }

@@ -24,6 +24,9 @@
 
 namespace wanbackup::pipeline {
 
+class S3Objects;
+class S3RepoLock;
+
 enum class EncryptionMode { kPassphrase, kKeyFile, kNone };
 
 // Format 2: sealed snapshot records in the packs and an authenticated config.json. Format 3:
@@ -84,12 +87,24 @@ class Repository {
   // Where nothing can be written (a read-only mount, write-protected media, a directory without
   // write permission), kRead opens the catalog read-only and takes no lock file, and every other
   // mode is PermissionDenied: "repository PATH is read-only; COMMAND needs to write to it".
+  //
+  // `path` may be an S3 URL (s3:http[s]://HOST[:PORT]/BUCKET[/PREFIX], store/s3_url.h): then
+  // config.json and the packs are objects, and the catalog is a cache in `cache_dir` (empty:
+  // DefaultCacheDir of the repository's id), rebuilt from the packs when it lacks what the store
+  // holds (repository_cache.cpp; docs/format.md, "A repository on S3"). The lock files are the
+  // cache directory's.
   static Result<std::unique_ptr<Repository>> Open(const std::string& path,
                                                   const Credentials& credentials, OpenMode mode,
-                                                  const LockOptions& lock = {});
+                                                  const LockOptions& lock = {},
+                                                  const std::string& cache_dir = "");
   ~Repository();
 
+  // The directory, or the S3 URL in its canonical form.
   const std::string& path() const { return path_; }
+  // True for a repository on S3 (its catalog is a cache).
+  bool remote() const { return s3_ != nullptr; }
+  // Where the catalog and the lock files are: the repository directory, or the cache directory.
+  const std::string& local_dir() const { return s3_ ? cache_dir_ : path_; }
   const RepositoryConfig& config() const { return config_; }
   const KeySet& keys() const { return *keys_; }
   catalog::Catalog& catalog() { return *catalog_; }
@@ -143,7 +158,21 @@ class Repository {
   // file, the highest an earlier passphrase had (at least the defaults).
   Result<KdfParams> PassphraseCost();
 
+  // The catalog a cache rebuild made at `built_path` replaces the cache's catalog (no copy is
+  // kept: the packs are the truth). REQUIRES: remote(), the cache's refresh lock held exclusively.
+  Status InstallCacheCatalog(const std::string& built_path);
+
  private:
+  static Status InitS3(const std::string& url, const InitOptions& options);
+  static Result<std::unique_ptr<Repository>> OpenS3(const std::string& url,
+                                                    const Credentials& credentials, OpenMode mode,
+                                                    const LockOptions& lock,
+                                                    const std::string& cache_dir);
+  // Opens (or makes) the cache's catalog, refreshed from the packs when it can be
+  // (repository_cache.cpp).
+  Status OpenCache(OpenMode mode, const LockOptions& lock);
+  // Writes config.json (atomically in a directory; one PUT on S3).
+  Status WriteConfigFile(const RepositoryConfig& config);
   Repository() = default;
   bool writer() const { return lock_ && lock_->kind() != LockKind::kShared; }
   Status Unlock(const Credentials& credentials);
@@ -167,7 +196,15 @@ class Repository {
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)
   std::unordered_map<int64_t, std::string> pack_names_;                    // GUARDED_BY(packs_mu_)
   std::function<void(uint64_t)> head_listener_;
+  std::shared_ptr<S3Objects> s3_;        // S3 repositories only
+  std::unique_ptr<S3RepoLock> s3_lock_;  // S3 repositories only: the lock object
+  std::string cache_dir_;                // S3 repositories only
+  int cache_lock_fd_ = -1;               // CACHE/refresh.lock, flock()ed shared while open
 };
+
+// The cache directory of the S3 repository `repository_id`: /var/cache/wanbackup/ID for root,
+// else $XDG_CACHE_HOME/wanbackup/ID or ~/.cache/wanbackup/ID.
+std::string DefaultCacheDir(const std::string& repository_id);
 
 // "passphrase", "keyfile", "none".
 const char* EncryptionModeName(EncryptionMode mode);

@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "repository/head.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -92,6 +93,10 @@ std::string RepositoryKeyFingerprint(const KeySet& keys) {
 }
 
 std::string CanonicalLocation(const std::string& path) {
+  if (IsS3Url(path)) {
+    Result<S3Location> s3 = ParseS3Url(path);
+    return s3.ok() ? s3->ToString() : path;
+  }
   char buf[PATH_MAX];
   if (::realpath(path.c_str(), buf) != nullptr) return buf;
   return path;

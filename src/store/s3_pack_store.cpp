@@ -164,6 +164,12 @@ class S3PackStore final : public PackStore {
 
 }  // namespace
 
+namespace internal {
+std::unique_ptr<PackStore> NewS3PackStoreOver(std::shared_ptr<S3Client> client) {
+  return std::make_unique<S3PackStore>(std::move(client));
+}
+}  // namespace internal
+
 Result<S3Credentials> S3CredentialsFromEnvironment() {
   S3Credentials c;
   const char* id = std::getenv("AWS_ACCESS_KEY_ID");

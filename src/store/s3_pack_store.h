@@ -3,13 +3,13 @@
 // keeps the pack in memory and uploads it whole at every Sync (the same name and a longer copy
 // of the same bytes, so a retried or repeated upload is idempotent; once the pack is sealed it
 // is never written again); large packs go up as multipart uploads with parts in flight. So a
-// pack synced k times costs k uploads of what it holds by then: a repository on S3 should keep
-// packs small and sync each once, when it is closed (today's snapshot syncs a 512 MiB pack at
-// every commit, each 256 MiB or 10 s: the wiring of a repository to S3 must change that).
-// Readers fetch ranged GETs. Credentials come from the environment (or the caller), never from
-// argv, and appear in no message. Thread-safe: Open, List, Remove and readers from any thread
-// (S3Options::parallel_calls of them at once, each on its own reused connections); a PackWriter
-// belongs to one thread.
+// pack synced k times costs k uploads of what it holds by then: a snapshot into an S3
+// repository closes its packs at 64 MiB and syncs each once, when it is closed (the header's
+// upload at Create aside), right before the catalog commit that names it. Readers fetch ranged
+// GETs; no HEAD per record (ReadRecordAt reads without asking the size). Credentials come from the
+// environment (or the caller), never from argv, and appear in no message. Thread-safe: Open, List,
+// Remove and readers from any thread (S3Options::parallel_calls of them at once, each on its own
+// reused connections); a PackWriter belongs to one thread.
 #pragma once
 
 #include <chrono>

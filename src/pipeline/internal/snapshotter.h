@@ -63,7 +63,7 @@ class Snapshotter {
       : repo_(repo),
         catalog_(repo.catalog()),
         source_(source),
-        options_(options),
+        options_(ForStore(repo, options)),
         chunk_size_(repo.config().chunk_size),
         size_(source.geometry().size_bytes),
         chunk_count_((size_ + chunk_size_ - 1) / chunk_size_),
@@ -74,6 +74,13 @@ class Snapshotter {
   Result<SnapshotResult> Run();
 
  private:
+  // On object storage a pack is uploaded whole at each Sync: packs of kObjectPackSize, each
+  // synced (uploaded) once, when it is closed, and committed right after (snapshotter.cpp).
+  static SnapshotOptions ForStore(const Repository& repo, SnapshotOptions options) {
+    if (repo.remote()) options.pack_size = std::min<uint64_t>(options.pack_size, kObjectPackSize);
+    return options;
+  }
+  static constexpr uint64_t kObjectPackSize = 64ull << 20;
   void ReaderLoop();
   void WorkerLoop();
   Status Coordinate();

@@ -2,6 +2,7 @@
 // Parsing is public (ParseRepositoryConfig, repository.h). Pure functions; thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "repository/keys.h"
@@ -16,5 +17,16 @@ std::string ConfigJson(const RepositoryConfig& c);
 std::string Authenticate(RepositoryConfig c, const KeySet& keys);
 // Whether config.json's `authentication` (hex) is the code of its settings.
 bool Authentic(const RepositoryConfig& c, const KeySet& keys);
+
+// What Init checks of its options (chunk size, compression level).
+Status CheckNewRepositoryOptions(const InitOptions& o);
+// A new repository's config: a random id, a new master key wrapped for the credentials (a key
+// file that does not exist is written first), and the authentication code.
+Result<RepositoryConfig> NewRepositoryConfig(const InitOptions& o);
+
+// The S3 store of the repository at `url` (credentials from the environment).
+Result<std::shared_ptr<S3Objects>> OpenS3Objects(const std::string& url);
+// config.json of an S3 repository; NotFound naming a missing bucket or a missing repository.
+Result<RepositoryConfig> ReadS3Config(S3Objects& s3);
 
 }  // namespace wanbackup::pipeline::internal

@@ -249,6 +249,7 @@ Slist S3Client::Impl::Headers(const S3Request& r) const {
   } else {
     lines.push_back("x-amz-content-sha256: " + kEmptySha256);
   }
+  if (r.create_only) lines.emplace_back("If-None-Match: *");
   if (r.range_out != nullptr && r.range_size > 0) {
     lines.push_back("Range: bytes=" + std::to_string(r.range_offset) + "-" +
                     std::to_string(r.range_offset + r.range_size - 1));

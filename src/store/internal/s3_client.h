@@ -29,6 +29,7 @@ struct S3Request {
   // PUT/POST body (Content-MD5 and x-amz-content-sha256 are computed from it).
   const uint8_t* body = nullptr;
   size_t body_size = 0;
+  bool create_only = false;  // PUT: "If-None-Match: *", so an existing object is never replaced
   // Ranged GET into a buffer: bytes [range_offset, range_offset + range_size) go to range_out.
   uint8_t* range_out = nullptr;
   uint64_t range_offset = 0;
@@ -89,5 +90,8 @@ class S3Client {
   std::atomic<size_t> next_slot_{0};
   std::atomic<uint64_t> retries_{0};
 };
+
+// The pack store over `client` (s3_pack_store.cpp), for a store that shares its client.
+std::unique_ptr<PackStore> NewS3PackStoreOver(std::shared_ptr<S3Client> client);
 
 }  // namespace wanbackup::pipeline::internal
