@@ -90,11 +90,17 @@ void FindLoopDevices(Identity* id) {
     if (backing.empty() || backing.ends_with(" (deleted)") || ::stat(backing.c_str(), &st) != 0) {
       continue;
     }
-    // A file by its inode; a device (a loop device stacked on this one) by its number.
-    if (file ? IdOf(st) == id->file
-             : S_ISBLK(st.st_mode) && static_cast<uint64_t>(st.st_rdev) == id->rdev) {
-      id->loop_devices.push_back("/dev/" + name);
+    // A file by its inode; a device by its number: a loop device stacked on this one, on a
+    // partition of it, or on the whole disk this one is a partition of (they share data).
+    bool on_it = false;
+    if (file) {
+      on_it = IdOf(st) == id->file;
+    } else if (S_ISBLK(st.st_mode)) {
+      const auto under = static_cast<uint64_t>(st.st_rdev);
+      on_it = under == id->rdev || WholeDisk(st.st_rdev) == id->rdev ||
+              (id->whole_disk != 0 && under == id->whole_disk);
     }
+    if (on_it) id->loop_devices.push_back("/dev/" + name);
   }
   std::sort(id->loop_devices.begin(), id->loop_devices.end());
 }

@@ -216,6 +216,44 @@ Status RefuseSecondName(const std::string& path, const ResolvedPath& where, cons
       "cannot read. Copy the disk image elsewhere, or back up the file by its other name");
 }
 
+// A file of root's (or ours) read through a directory another user controls: that user can
+// rename any file or directory there, so the name may now lead to a file of root's that was
+// never this source (a root-only disk renamed into the VM image's place, or two root-owned
+// directories swapped). Such a file is read only when every directory on the way is one only
+// root or we can change; a file of the user who controls the directory is theirs to give.
+Status RefuseRenamedIn(const std::string& path, const std::string& dir_path,
+                       const struct stat& st) {
+  if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != ::geteuid())) return Status::Ok();
+  std::string dir = dir_path;
+  for (;;) {
+    struct stat d {};
+    if (::lstat(dir.c_str(), &d) == 0 && S_ISDIR(d.st_mode)) {
+      const bool sticky_shared =
+          (d.st_mode & S_ISVTX) != 0 && (d.st_uid == 0 || d.st_uid == ::geteuid());
+      if (OthersCanWrite(d) && !sticky_shared) {
+        std::string message = path;
+        message += " is a file of uid " + std::to_string(st.st_uid) + " in " + dir;
+        message += ", which another user can change (owned by uid " + std::to_string(d.st_uid);
+        message +=
+            "): they could have renamed a file only root may read into its place. Back it up "
+            "from a directory only root or you control, or make it that user's file";
+        return Status::InvalidArgument(message);
+      }
+    }
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || dir == "/") return Status::Ok();
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  }
+}
+
+// A file that may not be the one the user named: a second name, or a rename, that another user
+// could have made (the two above).
+Status RefuseUntrustedName(const std::string& path, const ResolvedPath& where,
+                           const struct stat& st) {
+  WB_RETURN_IF_ERROR(RefuseSecondName(path, where, st));
+  return RefuseRenamedIn(path, where.dir_path, st);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, int threads,
@@ -249,9 +287,9 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path, in
     ::close(fd);
     return Status::FromErrno(err, "cannot stat " + path);
   }
-  if (Status second = RefuseSecondName(path, where, st); !second.ok()) {
+  if (Status named = RefuseUntrustedName(path, where, st); !named.ok()) {
     ::close(fd);
-    return second;
+    return named;
   }
   SourceGeometry geometry;
   geometry.name = path;

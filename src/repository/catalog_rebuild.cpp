@@ -22,6 +22,7 @@
 #include "repository/pack_record.h"
 #include "repository/record.h"
 #include "repository/snapshot_record.h"
+#include "repository/trust_anchor.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -318,26 +319,45 @@ Status Rebuilder::AddSnapshot(int64_t record_id, const SnapshotRecord& r) {
 
 Status Rebuilder::CheckNoneMissing(const std::vector<PackFile>& packs) const {
   struct stat st {};
-  if (::lstat(repo_.CatalogPath().c_str(), &st) != 0) return Status::Ok();
-  Result<std::unique_ptr<catalog::Catalog>> old = catalog::Catalog::Peek(repo_.CatalogPath());
-  if (!old.ok()) return Status::Ok();  // too damaged to tell: the packs are all there is
-  const Result<std::vector<catalog::PackInfo>> named = (*old)->Packs();
-  if (!named.ok()) return Status::Ok();
-  std::set<std::string> there;
-  for (const PackFile& p : packs)
-    there.insert(p.name);
-  std::vector<std::string> missing;
-  for (const catalog::PackInfo& p : *named) {
-    if (there.count(p.name) == 0) missing.push_back(p.name);
+  const bool has_catalog = ::lstat(repo_.CatalogPath().c_str(), &st) == 0;
+  Result<std::unique_ptr<catalog::Catalog>> old =
+      has_catalog ? catalog::Catalog::Peek(repo_.CatalogPath())
+                  : Result<std::unique_ptr<catalog::Catalog>>(Status::NotFound("no catalog"));
+  const Result<std::vector<catalog::PackInfo>> named =
+      old.ok() ? (*old)->Packs()
+               : Result<std::vector<catalog::PackInfo>>(Status::NotFound("no catalog"));
+  if (named.ok()) {  // the old catalog can still be read: what it names must be there
+    std::set<std::string> there;
+    for (const PackFile& p : packs)
+      there.insert(p.name);
+    std::vector<std::string> missing;
+    for (const catalog::PackInfo& p : *named) {
+      if (there.count(p.name) == 0) missing.push_back(p.name);
+    }
+    if (missing.empty()) return Status::Ok();
+    return Status::Corruption(
+        "the catalog names " + std::to_string(missing.size()) + " of its " +
+        std::to_string(named->size()) + " packs that are not in the repository (" +
+        repo_.packs().Describe(missing.front()) + (missing.size() > 1 ? ", ..." : "") +
+        "): is the disk that holds them not mounted, or something mounted over packs/? Nothing "
+        "was changed. To rebuild from the packs that are there, losing what only the missing "
+        "ones hold: 'wanbackup repair catalog --allow-missing-packs'");
   }
-  if (missing.empty()) return Status::Ok();
+  if (!packs.empty()) return Status::Ok();  // too damaged to tell: the packs are all there is
+  // Not one pack, and the old catalog damaged or gone: a repository that had a catalog, or that
+  // this client saw a head of, had packs; an empty packs/ is a disk that is not mounted yet far
+  // more often than a repository that lost everything.
+  const Result<std::optional<AnchorRecord>> anchor =
+      TrustAnchorStore(DefaultSecurityDir()).Load(repo_.config().id);
+  const uint64_t seen = anchor.ok() && *anchor ? (*anchor)->head_counter : 0;
+  if (!has_catalog && seen == 0) return Status::Ok();
   return Status::Corruption(
-      "the catalog names " + std::to_string(missing.size()) + " of its " +
-      std::to_string(named->size()) + " packs that are not in the repository (" +
-      repo_.packs().Describe(missing.front()) + (missing.size() > 1 ? ", ..." : "") +
-      "): is the disk that holds them not mounted, or something mounted over packs/? Nothing "
-      "was changed. To rebuild from the packs that are there, losing what only the missing ones "
-      "hold: 'wanbackup repair catalog --allow-missing-packs'");
+      "there is no pack at all in the repository, though " +
+      (has_catalog ? std::string("it has a catalog")
+                   : "this client saw its head " + std::to_string(seen)) +
+      ": is the disk that holds packs/ not mounted, or something mounted over it? Nothing was "
+      "changed. To rebuild an empty catalog all the same: 'wanbackup repair catalog "
+      "--allow-missing-packs'");
 }
 
 Result<RebuildReport> Rebuilder::Run() {

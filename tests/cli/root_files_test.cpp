@@ -342,6 +342,17 @@ TEST_CASE(
   REQUIRE(::link(secret.c_str(), image.c_str()) == 0);
   r = job.repo.Wb({"snapshot", image});
   CheckOneLineError(r, 2, image + " is a file of uid 0 with 2 names in " + theirs);
+  // Or a file of root's that was in their directory anyway, renamed into the image's place.
+  REQUIRE(::unlink(image.c_str()) == 0);
+  const std::string roots = theirs + "/root-only.img";
+  REQUIRE(std::filesystem::copy_file(secret, roots));
+  REQUIRE(::chmod(roots.c_str(), 0600) == 0);
+  REQUIRE(AsOtherUser([&] { return ::rename(roots.c_str(), image.c_str()) == 0; }));
+  r = job.repo.Wb({"snapshot", image});
+  CheckOneLineError(r, 2,
+                    image + " is a file of uid 0 in " + theirs +
+                        ", which another user can change (owned by uid " +
+                        std::to_string(kOtherUid) + ")");
   CHECK(state() == before);
 }
 

@@ -314,6 +314,17 @@ TEST_CASE(
   CheckOneLineError(repo.Wb({"repair", "catalog"}), 3,
                     "packs that are not in the repository (" + packs + "/");
   CHECK(state() == before);
+  // The same with the old catalog unreadable (the usual reason to repair) or gone: no pack at
+  // all is refused when there is a catalog, or when this client saw a head.
+  const std::string kept_catalog = wanbackup::testing::FileContents(repo.catalog());
+  std::ofstream(repo.catalog(), std::ios::trunc) << "";
+  CheckOneLineError(repo.Wb({"repair", "catalog"}), 3,
+                    "there is no pack at all in the repository, though it has a catalog");
+  std::filesystem::remove(repo.catalog());
+  CheckOneLineError(repo.Wb({"repair", "catalog"}), 3,
+                    "there is no pack at all in the repository, though this client saw its head");
+  std::ofstream(repo.catalog(), std::ios::binary) << kept_catalog;
+  CHECK(state() == before);
   // The disk comes back: nothing was lost.
   std::filesystem::remove(packs);
   std::filesystem::rename(dir / "packs.away", packs);

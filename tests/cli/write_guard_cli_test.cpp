@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -353,6 +354,45 @@ TEST_CASE(
   GuardRefused(s.repo.Wb({"replicate", "1", "--to", lower.device, "--force"}), says);
   GuardRefused(s.repo.Wb({"restore", "1", "--to", lower.device, "--force"}), says);
   GuardRefused(s.repo.Wb({"copy", s.image, lower.device, "--force"}), says);
+  CHECK(FileContents(image) == before);
+}
+
+TEST_CASE("write guard: a disk with a loop device stacked on one of its partitions is refused",
+          "[guard]") {
+  if (::geteuid() != 0) WB_SKIP("needs root for loop devices");
+  if (Run({"sh", "-c", "command -v parted"}).exit_code != 0) WB_SKIP("no parted");
+  GuardRepo s;
+  const std::string image = s.dir / "partitioned.img";
+  WriteNoiseImage(image, 6, 64);  // 4 MiB
+  REQUIRE(Run({"parted", "-s", image, "mklabel", "msdos", "mkpart", "primary", "1MiB", "3MiB"})
+              .exit_code == 0);
+  // The disk with its partitions (devtmpfs makes /dev/loopNp1), and a loop device on p1.
+  const RunResult attached = Run({"losetup", "--find", "--show", "--partscan", image});
+  if (attached.exit_code != 0) WB_SKIP("no loop device here");
+  struct Detach {
+    std::string device;
+    ~Detach() { Run({"losetup", "-d", device}); }
+  } disk{attached.out.substr(0, attached.out.find('\n'))};
+  // The partition's node: /dev/loopNp1 where devtmpfs made one, else made here from sysfs (no
+  // udev on the test machines).
+  const std::string name = disk.device.substr(disk.device.rfind('/') + 1);
+  const std::string sys = "/sys/block/" + name + "/" + name + "p1/dev";
+  if (!std::filesystem::exists(sys)) Run({"partx", "-a", disk.device});
+  unsigned major_number = 0, minor_number = 0;
+  std::string partition = disk.device + "p1";
+  if (!std::filesystem::exists(partition)) {
+    if (std::sscanf(FileContents(sys).c_str(), "%u:%u", &major_number, &minor_number) != 2) {
+      WB_SKIP("no partition of " + disk.device + " in sysfs");
+    }
+    partition = s.dir / "p1";
+    REQUIRE(::mknod(partition.c_str(), S_IFBLK | 0600, ::makedev(major_number, minor_number)) == 0);
+  }
+  const Loop upper(partition);
+  REQUIRE(!upper.device.empty());
+  const std::string before = FileContents(image);
+  const std::string says = disk.device + " is the device under " + upper.device;
+  GuardRefused(s.repo.Wb({"copy", s.image, disk.device, "--force"}), says);
+  GuardRefused(s.repo.Wb({"replicate", "1", "--to", disk.device, "--force"}), says);
   CHECK(FileContents(image) == before);
 }
 
