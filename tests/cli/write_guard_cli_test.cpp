@@ -657,10 +657,10 @@ TEST_CASE(
   for (const auto& [to, numbers] : std::vector<std::pair<std::string, std::string>>{
            {zero, "(1:5)"}, {full, "(1:7)"}, {link, "(1:5)"}}) {
     INFO(to);
-    GuardRefused(s.repo.Wb({"restore", "1", "--to", to, "--force"}),
-                 to + " is a character device " + numbers);
-    GuardRefused(s.repo.Wb({"copy", s.image, to, "--force"}),
-                 to + " is a character device " + numbers);
+    std::string says = to;
+    says += " is a character device " + numbers;
+    GuardRefused(s.repo.Wb({"restore", "1", "--to", to, "--force"}), says);
+    GuardRefused(s.repo.Wb({"copy", s.image, to, "--force"}), says);
   }
   s.repo.Ok({"restore", "1", "--to", "/dev/null"});
   s.repo.Ok({"copy", s.image, "/dev/null"});
