@@ -320,13 +320,16 @@ Status Rebuilder::AddSnapshot(int64_t record_id, const SnapshotRecord& r) {
 Status Rebuilder::CheckNoneMissing(const std::vector<PackFile>& packs) const {
   struct stat st {};
   const bool has_catalog = ::lstat(repo_.CatalogPath().c_str(), &st) == 0;
-  Result<std::unique_ptr<catalog::Catalog>> old =
-      has_catalog ? catalog::Catalog::Peek(repo_.CatalogPath())
-                  : Result<std::unique_ptr<catalog::Catalog>>(Status::NotFound("no catalog"));
-  const Result<std::vector<catalog::PackInfo>> named =
-      old.ok() ? (*old)->Packs()
-               : Result<std::vector<catalog::PackInfo>>(Status::NotFound("no catalog"));
-  if (named.ok()) {  // the old catalog can still be read: what it names must be there
+  std::optional<std::vector<catalog::PackInfo>> named;  // what a readable old catalog names
+  if (has_catalog) {
+    if (Result<std::unique_ptr<catalog::Catalog>> old = catalog::Catalog::Peek(repo_.CatalogPath());
+        old.ok()) {
+      if (Result<std::vector<catalog::PackInfo>> listed = (*old)->Packs(); listed.ok()) {
+        named = std::move(*listed);
+      }
+    }
+  }
+  if (named) {  // the old catalog can still be read: what it names must be there
     std::set<std::string> there;
     for (const PackFile& p : packs)
       there.insert(p.name);
