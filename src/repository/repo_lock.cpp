@@ -110,6 +110,10 @@ std::string LiveReaders(const std::string& dir) {
 
 }  // namespace
 
+std::string ReadersHolding(const std::string& repo_path) {
+  return LiveReaders(repo_path + "/" + kReadersDir);
+}
+
 bool WriterRunning(const std::string& repo_path) {
   const std::string path = repo_path + "/lock";
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -146,10 +150,16 @@ class LockWaiter {
       if (errno != EWOULDBLOCK && errno != EINTR) {
         return Status::FromErrno(errno, "locking repository " + repo_);
       }
-      if (CancellationRequested()) return Status::Cancelled("interrupted waiting for the lock");
-      if (Clock::now() >= deadline_) return GaveUp(holder());
-      std::this_thread::sleep_for(kRetry);
+      WB_RETURN_IF_ERROR(Pause(holder));
     }
+  }
+
+  // One retry interval; Cancelled on request, Busy naming `holder()` once the time is up.
+  Status Pause(const std::function<std::string()>& holder) const {
+    if (CancellationRequested()) return Status::Cancelled("interrupted waiting for the lock");
+    if (Clock::now() >= deadline_) return GaveUp(holder());
+    std::this_thread::sleep_for(kRetry);
+    return Status::Ok();
   }
 
  private:
@@ -230,17 +240,28 @@ Result<std::unique_ptr<RepoLock>> RepoLock::Acquire(const std::string& repo_path
   }
   lock->writer_fd_ = OpenLockFile(writer_path, &read_only);
   if (lock->writer_fd_ < 0) return Status::FromErrno(errno, "opening " + writer_path);
-  WB_RETURN_IF_ERROR(waiter.Take(lock->writer_fd_, LOCK_EX, writer_holder));
-  if (!read_only) WriteLine(lock->writer_fd_, HolderLine(options.command));
   if (kind == LockKind::kExclusive) {
     lock->shared_fd_ = OpenLockFile(shared_path, &read_only);
     if (lock->shared_fd_ < 0) return Status::FromErrno(errno, "opening " + shared_path);
-    WB_RETURN_IF_ERROR(waiter.Take(lock->shared_fd_, LOCK_EX, [&readers] {
+  }
+  // An exclusive writer kept waiting by readers (a mount open for days, a long restore) does
+  // not wait holding the writer lock: it lets it go between tries, so that appending writers
+  // (the nightly snapshots) run meanwhile instead of being refused (round 5, V6).
+  for (;;) {
+    WB_RETURN_IF_ERROR(waiter.Take(lock->writer_fd_, LOCK_EX, writer_holder));
+    if (!read_only) WriteLine(lock->writer_fd_, HolderLine(options.command));
+    if (kind != LockKind::kExclusive || ::flock(lock->shared_fd_, LOCK_EX | LOCK_NB) == 0) {
+      return lock;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      return Status::FromErrno(errno, "locking repository " + repo_path);
+    }
+    ::flock(lock->writer_fd_, LOCK_UN);
+    WB_RETURN_IF_ERROR(waiter.Pause([&readers] {
       const std::string who = LiveReaders(readers);
       return who.empty() ? std::string("a reader") : who;
     }));
   }
-  return lock;
 }
 
 RepoLock::~RepoLock() {

@@ -12,8 +12,10 @@
 // since) and REPO/lock.shared (readers shared, exclusive writers exclusive). Each reader also
 // keeps its own line in REPO/readers/ (flocked while it runs; a file nobody holds is stale and
 // removed), so a writer kept waiting can name who holds it. A lock is tried every 100 ms up to
-// `wait`, then refused with Busy naming the holder. On a read-only file system readers take no
-// lock (nobody can write there). Not thread-safe; one per open repository.
+// `wait`, then refused with Busy naming the holder. An exclusive writer that readers keep
+// waiting lets the writer lock go between its tries, so appending writers are not held up. On a
+// read-only file system readers take no lock (nobody can write there). Not thread-safe; one per
+// open repository.
 #pragma once
 
 #include <chrono>
@@ -60,6 +62,10 @@ class RepoLock {
 // The probe holds a shared lock on REPO/lock for an instant, and a writer starting in that
 // instant with no --lock-wait is refused: call it only when a running row needs the answer.
 bool WriterRunning(const std::string& repo_path);
+
+// The readers holding REPO now, as their holder lines ("wanbackup pid 7 on host1 running 'mount'
+// since …"; at most three, then "and N more"); "" when none. Stale reader lines are removed.
+std::string ReadersHolding(const std::string& repo_path);
 
 // "wanbackup pid 123 on host1 running 'prune' since 2026-05-01T10:00:00Z" for this process.
 std::string HolderLine(const std::string& command);

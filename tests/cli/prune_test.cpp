@@ -446,6 +446,32 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "locks: a prune that a reader keeps waiting lets snapshots through meanwhile, then goes "
+    "ahead",
+    "[prune][lock]") {
+  TempDir dir("lock-reader-wait");
+  RepoCli repo(dir);
+  Init(repo);
+  TakeVersions(repo, 2);
+  repo.Ok({"forget", "1"});
+  // A reader, as a mount holds it for days.
+  const int shared = ::open((repo.path() + "/lock.shared").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(::flock(shared, LOCK_SH) == 0);
+  Background prune({WB_WANBACKUP_BIN, "prune", "--max-unused", "0", "--lock-wait", "120s"},
+                   RepoEnv(repo));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Before: the waiting prune held the writer lock all along, and this gave up after 30 s.
+  WriteVersion(dir / "disk.img", 3);
+  const RunResult snapshot = repo.Wb({"snapshot", dir / "disk.img", "--lock-wait", "30s"});
+  INFO(snapshot.err);
+  CHECK(snapshot.exit_code == 0);
+  ::close(shared);
+  CHECK(prune.Wait(std::chrono::seconds(150)) == 0);
+  CHECK(SnapshotIds(repo) == std::set<int64_t>{2, 3});
+  repo.Ok({"verify"});
+}
+
+TEST_CASE(
     "locks: snapshot and prune started together: one waits or is refused with 7, and "
     "nothing is damaged",
     "[prune][lock]") {
