@@ -17,8 +17,10 @@
 #include "pipeline/file_source.h"
 #include "repository/forget.h"
 #include "repository/prune.h"
+#include "repository/repo_lock.h"
 #include "repository/retention.h"
 #include "repository/verifier.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::jobs {
 namespace {
@@ -124,8 +126,20 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
   return first_error;
 }
 
-Result<pipeline::Repository*> Exclusive(Context& ctx) {
+// The repository alone, for forget and prune; nullptr, with the step marked skipped, while
+// readers hold it (a mount kept for days, a long restore): that housekeeping waits for a later
+// run instead of failing a run whose backup worked, after lock_wait of waiting (round 5, V6).
+Result<pipeline::Repository*> Exclusive(Context& ctx, StepOutcome* out, const std::string& step) {
   if (!ctx.exclusive) {
+    const std::string& path = ctx.config.repositories.at(ctx.job.repository).path;
+    if (!pipeline::IsS3Url(path)) {
+      if (std::string readers = pipeline::ReadersHolding(path); !readers.empty()) {
+        out->status = "skipped";
+        out->summary = "the repository is being read (" + readers + "); " + step +
+                       " runs when no reader holds it";
+        return nullptr;
+      }
+    }
     WB_ASSIGN_OR_RETURN(ctx.exclusive, ctx.env.OpenRepository(pipeline::OpenMode::kExclusive));
   }
   return ctx.exclusive.get();
@@ -137,7 +151,8 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
     out->summary = "no keep_* rules in the job";
     return Status::Ok();
   }
-  WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx));
+  WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx, out, "forget"));
+  if (repo == nullptr) return Status::Ok();
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo->catalog().Snapshots(false));
   // This job's snapshots of this disk only: another job's (an hourly and a monthly job of one
   // LUN), a snapshot taken by hand and one from before job names were recorded are not its to
@@ -204,7 +219,8 @@ Status PruneStep(Context& ctx, StepOutcome* out) {
   }
   pipeline::PruneOptions options;
   WB_ASSIGN_OR_RETURN(options.max_unused, pipeline::ParseUnusedLimit(ctx.job.max_unused));
-  WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx));
+  WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx, out, "prune"));
+  if (repo == nullptr) return Status::Ok();
   WB_ASSIGN_OR_RETURN(pipeline::PruneReport r, pipeline::Prune(*repo, options));
   out->summary = "freed " + FormatBytes(r.bytes_freed) + " (" + std::to_string(r.packs_removed) +
                  " pack(s) removed, " + std::to_string(r.packs_rewritten) + " rewritten); " +

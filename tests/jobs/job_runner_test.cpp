@@ -187,3 +187,35 @@ TEST_CASE("job runner: a dry run plans every step and changes nothing", "[jobs]"
   REQUIRE(runs.ok());
   CHECK(runs->empty());
 }
+
+TEST_CASE(
+    "job runner: while a reader holds the repository, forget and prune are skipped naming it, "
+    "and the run is ok",
+    "[jobs]") {
+  JobFixture f;
+  LocalEnvironment env(*f.job, f.config.repositories["main"].path);
+  REQUIRE(jobs::RunJob(f.config, *f.job, env).status.ok());
+  {
+    pipeline::Credentials c;
+    c.passphrase = Secret(kPassphrase);
+    pipeline::LockOptions lock;
+    lock.command = "mount";
+    auto reader = pipeline::Repository::Open(f.config.repositories["main"].path, c,
+                                             pipeline::OpenMode::kRead, lock);
+    REQUIRE(reader.ok());
+    const jobs::JobOutcome out = jobs::RunJob(f.config, *f.job, env);
+    INFO(out.status.ToString());
+    REQUIRE(out.status.ok());
+    CHECK(StepStatuses(out) == std::vector<std::string>{"snapshot:ok", "replicate:skipped",
+                                                        "forget:skipped", "prune:skipped",
+                                                        "verify:ok"});
+    CHECK(out.steps[2].summary.find("running 'mount'") != std::string::npos);
+    CHECK(out.steps[3].summary.find("prune runs when no reader holds it") != std::string::npos);
+  }
+  // The reader gone, the next run catches up: keep_last = 1 forgets both earlier snapshots.
+  const jobs::JobOutcome out = jobs::RunJob(f.config, *f.job, env);
+  REQUIRE(out.status.ok());
+  CHECK(StepStatuses(out) == std::vector<std::string>{"snapshot:ok", "replicate:skipped",
+                                                      "forget:ok", "prune:ok", "verify:ok"});
+  CHECK(out.steps[2].summary.find("forgot 2: 1, 2") != std::string::npos);
+}
