@@ -1,7 +1,9 @@
 #include "repository/prune.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "common/cancel.h"
@@ -63,6 +65,64 @@ class Pruner {
   std::vector<uint8_t> record_, plain_;
 };
 
+// The highest snapshot id the catalog ever gave out: its rows (complete, failed or running) and
+// the floor that forget and a rebuild keep (catalog.h).
+Result<int64_t> HighestKnownSnapshotId(catalog::Catalog& cat) {
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, cat.Snapshots(true));
+  WB_ASSIGN_OR_RETURN(const std::string floor, cat.GetSetting(catalog::kSnapshotIdFloor));
+  int64_t highest = floor.empty() ? 0 : std::strtoll(floor.c_str(), nullptr, 10);
+  for (const catalog::SnapshotInfo& s : all)
+    highest = std::max(highest, s.id);
+  return highest;
+}
+
+// The sealed snapshot record at `offset`, when it reads, authenticates and decodes.
+std::optional<SnapshotRecord> OpenSnapshotRecord(const PackReader& reader, RecordCodec& codec,
+                                                 uint64_t offset, const RecordHeader& h) {
+  if (h.raw_size > kMaxSnapshotRecordSize) return std::nullopt;
+  std::vector<uint8_t> record;
+  Result<RecordHeader> read = ReadRecordAt(reader, offset, h.stored_size, &record);
+  if (!read.ok()) return std::nullopt;
+  std::vector<uint8_t> plain(read->raw_size);
+  if (!codec.Open(*read, record.data() + kRecordHeaderSize, plain.data()).ok()) {
+    return std::nullopt;
+  }
+  Result<SnapshotRecord> r = DecodeSnapshotRecord(plain.data(), plain.size());
+  if (!r.ok()) return std::nullopt;
+  return std::move(*r);
+}
+
+// A pack the catalog does not name is what an interrupted run left, unless it holds the sealed
+// record of a snapshot the catalog never gave an id to: then the catalog is behind the packs
+// (put back from an older copy, rebuilt while the packs' disk was not mounted) and removing the
+// pack would lose a snapshot that `repair catalog` brings back (round 4, U4). Corruption then.
+Status CheckOrphan(Repository& repo, RecordCodec& codec, const StoredPack& pack,
+                   int64_t highest_known) {
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, repo.packs().Open(pack.name));
+  // Not this repository's pack (or no pack at all): it holds none of its snapshots.
+  if (!CheckPackHeader(*reader, repo.config().id, pack.name).ok()) return Status::Ok();
+  for (uint64_t offset = kPackHeaderSize; offset + kRecordHeaderSize <= pack.size;) {
+    uint8_t bytes[kRecordHeaderSize];
+    WB_RETURN_IF_ERROR(reader->ReadAt(offset, bytes, sizeof bytes));
+    Result<RecordHeader> h = ParseRecordHeader(bytes);
+    // A torn or damaged record ends what can be read in order; a rebuild looks further.
+    if (!h.ok() || offset + kRecordHeaderSize + h->stored_size > pack.size) break;
+    const std::optional<SnapshotRecord> r = h->kind == RecordKind::kSnapshot
+                                                ? OpenSnapshotRecord(*reader, codec, offset, *h)
+                                                : std::nullopt;
+    if (r && r->repository_id == repo.config().id && r->info.id > highest_known) {
+      return Status::Corruption(
+          "pack " + repo.packs().Describe(pack.name) + " holds snapshot " +
+          std::to_string(r->info.id) +
+          ", which the catalog does not know: the catalog is behind the packs (an older copy, "
+          "or rebuilt while packs were missing); prune changed nothing; run 'wanbackup repair "
+          "catalog' first");
+    }
+    offset += kRecordHeaderSize + h->stored_size;
+  }
+  return Status::Ok();
+}
+
 Status Pruner::RemoveOrphans() {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, cat_.Packs());
   for (const catalog::PackInfo& p : packs)
@@ -71,11 +131,21 @@ Status Pruner::RemoveOrphans() {
   for (const auto& [id, p] : packs_)
     named[p.name] = id;
   WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, repo_.packs().List());
+  std::vector<StoredPack> orphans;
   for (const StoredPack& s : stored) {
     if (named.count(s.name) != 0) {
       stored_[s.name] = s.size;
-      continue;
+    } else {
+      orphans.push_back(s);
     }
+  }
+  // Every orphan is looked at before the first is removed: a refusal changes nothing.
+  if (!orphans.empty()) {
+    WB_ASSIGN_OR_RETURN(const int64_t highest, HighestKnownSnapshotId(cat_));
+    for (const StoredPack& s : orphans)
+      WB_RETURN_IF_ERROR(CheckOrphan(repo_, codec_, s, highest));
+  }
+  for (const StoredPack& s : orphans) {
     ++report_.orphan_packs;
     report_.orphan_bytes += s.size;
     if (!options_.dry_run) {

@@ -1,7 +1,9 @@
 // Prune: reclaims the space of records no snapshot needs (docs/durability.md, "Prune").
 //
 //  1. Interrupted snapshot runs are closed; packs in the store that the catalog does not name
-//     (left by an interrupted prune, forget or snapshot) are removed.
+//     (left by an interrupted prune, forget or snapshot) are removed. When one holds the sealed
+//     record of a snapshot the catalog never gave an id to, the catalog is behind the packs:
+//     nothing is changed (Corruption, naming `repair catalog`).
 //  2. Live records: every chunk a complete snapshot's map names, its sealed snapshot record and
 //     map segments, and every forget record. The rest is unused, and so are pack bytes past the
 //     last record the catalog names.

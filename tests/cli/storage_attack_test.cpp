@@ -504,3 +504,40 @@ TEST_CASE("storage attack: a pack replaced by a FIFO is refused at once, nothing
 }
 
 }  // namespace
+
+TEST_CASE(
+    "prune: packs holding snapshots a catalog rebuilt without them does not know are refused "
+    "naming repair catalog, nothing removed",
+    "[trust]") {
+  TempDir dir("catalog-behind");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  WriteNoiseImage(dir / "b.img", 2, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  repo.Ok({"snapshot", dir / "b.img"});
+  // The packs' disk not mounted yet, and a forced repair: a catalog without any snapshot.
+  const std::string packs = repo.path() + "/packs";
+  std::filesystem::rename(packs, dir / "packs.away");
+  REQUIRE(std::filesystem::create_directory(packs));
+  std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
+  (void)repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  // The client's anchor calls that a rollback; the user accepts it, as its message offers (a
+  // client without an anchor would not even ask).
+  repo.Ok({"trust"});
+  REQUIRE(nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out).empty());
+  // The disk is back. Before, prune took every pack for a leftover and removed it.
+  std::filesystem::remove(packs);
+  std::filesystem::rename(dir / "packs.away", packs);
+  const auto before = TreeContents(packs);
+  CheckOneLineError(repo.Wb({"prune"}), 3, "which the catalog does not know");
+  CHECK(repo.Wb({"prune"}).err.find("run 'wanbackup repair catalog' first") != std::string::npos);
+  CHECK(TreeContents(packs) == before);
+  // What it names brings both back.
+  repo.Ok({"repair", "catalog"});
+  repo.Ok({"prune"});
+  repo.Ok({"restore", "1", "--to", dir / "a-back.img"});
+  repo.Ok({"restore", "2", "--to", dir / "b-back.img"});
+  CHECK(SameFile(dir / "a-back.img", dir / "a.img"));
+  CHECK(SameFile(dir / "b-back.img", dir / "b.img"));
+}
