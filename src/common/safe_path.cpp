@@ -179,6 +179,20 @@ bool OthersCanWrite(const struct stat& dir) {
   return !Ours(dir.st_uid) || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0;
 }
 
+std::optional<RenamableDir> DirectoryOthersRenameIn(const std::string& dir_path) {
+  std::string dir = dir_path;
+  for (;;) {
+    struct stat d {};
+    if (::lstat(dir.c_str(), &d) == 0 && S_ISDIR(d.st_mode)) {
+      const bool sticky_ours = (d.st_mode & S_ISVTX) != 0 && Ours(d.st_uid);
+      if (OthersCanWrite(d) && !sticky_ours) return RenamableDir{dir, d.st_uid};
+    }
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || dir == "/") return std::nullopt;
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  }
+}
+
 Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,
                                        LastLink last_link) {
   if (path.empty()) return Status::InvalidArgument("an empty path");

@@ -20,6 +20,7 @@
 
 #include <sys/stat.h>
 
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -58,6 +59,19 @@ Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy polic
 // Whether somebody other than root and the user can add, remove or rename entries of `dir`
 // (its owner is another user, or it is writable by group or others, sticky or not).
 bool OthersCanWrite(const struct stat& dir);
+
+// A directory whose entries somebody other than root and the user can rename.
+struct RenamableDir {
+  std::string path;
+  uid_t owner = 0;
+};
+
+// The first directory, from `dir_path` (resolved, as ResolvedPath::dir_path) up to /, in which
+// another user can rename entries (OthersCanWrite), a sticky directory of root's or the user's
+// excepted (there only an entry's owner renames it); nullopt when there is none. A file of root's
+// reached through such a directory may be one that user renamed into the name given (round 5, V1
+// and V4): read or overwritten, it is a file the user never named.
+std::optional<RenamableDir> DirectoryOthersRenameIn(const std::string& dir_path);
 
 // InvalidArgument, one line ending in `outcome` ("not followed", "not written to"), when `st`
 // (a symlink, a FIFO: the entry `name` of `dir`) is owned by neither root nor the user and `dir`

@@ -86,6 +86,9 @@ Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& opti
   if (!options.overwrite) {
     return Status::AlreadyExists(name_ + " exists; use --force to overwrite it");
   }
+  // The directory the file is replaced in is the one held from here on: what is checked now is
+  // what the replacement removes.
+  WB_RETURN_IF_ERROR(RefuseRenamedIn(st));
   regular_ = true;
   zeros_free_ = true;
   return OpenReplacement();
@@ -105,6 +108,7 @@ Status FileSink::OpenInPlace() {
     return Status::InvalidArgument(name_ +
                                    " changed while it was being opened; nothing was written");
   }
+  WB_RETURN_IF_ERROR(RefuseRenamedIn(st));
   struct stat dir {};
   const auto ours = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
   if (!ours(st.st_uid) && (::fstat(dir_.get(), &dir) != 0 || !ours(dir.st_uid) ||
@@ -116,6 +120,23 @@ Status FileSink::OpenInPlace() {
   }
   regular_ = true;
   return Status::Ok();
+}
+
+// A file of root's (or ours) reached through a directory another user can change: that user
+// may have renamed a directory or file only root may write into the name given (a root-only
+// directory renamed to the VM's), and the disk would be written over a file nobody named
+// (round 5, V4). Such a file is written only from directories only root or we control; a file
+// of the user who controls the directory is theirs (OpenInPlace's rule).
+Status FileSink::RefuseRenamedIn(const struct stat& st) const {
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return Status::Ok();
+  const std::optional<RenamableDir> dir = DirectoryOthersRenameIn(dir_path_);
+  if (!dir) return Status::Ok();
+  return Status::InvalidArgument(
+      name_ + " is a file of uid " + std::to_string(st.st_uid) + " in " + dir->path +
+      ", which another user can change (owned by uid " + std::to_string(dir->owner) +
+      "): they could have renamed a file only root may write into its place. Nothing was "
+      "written; give a path through directories only root or you control, or make the file "
+      "that user's");
 }
 
 // A character device (/dev/null) or a FIFO, opened without waiting for a reader (a FIFO nobody

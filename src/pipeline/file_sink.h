@@ -57,6 +57,7 @@ class FileSink : public BlockSink {
   Status OpenReplacement();
   Status OpenStream();
   Status OpenExisting(const struct stat& st, const FileSinkOptions& options);
+  Status RefuseRenamedIn(const struct stat& st) const;
   std::string name_;
   // The directory that holds the file, reached without following a link another user planted
   // (common/safe_path.h), and the file's name in it: every open, create and rename is relative

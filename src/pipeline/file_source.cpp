@@ -224,26 +224,13 @@ Status RefuseSecondName(const std::string& path, const ResolvedPath& where, cons
 Status RefuseRenamedIn(const std::string& path, const std::string& dir_path,
                        const struct stat& st) {
   if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != ::geteuid())) return Status::Ok();
-  std::string dir = dir_path;
-  for (;;) {
-    struct stat d {};
-    if (::lstat(dir.c_str(), &d) == 0 && S_ISDIR(d.st_mode)) {
-      const bool sticky_shared =
-          (d.st_mode & S_ISVTX) != 0 && (d.st_uid == 0 || d.st_uid == ::geteuid());
-      if (OthersCanWrite(d) && !sticky_shared) {
-        std::string message = path;
-        message += " is a file of uid " + std::to_string(st.st_uid) + " in " + dir;
-        message += ", which another user can change (owned by uid " + std::to_string(d.st_uid);
-        message +=
-            "): they could have renamed a file only root may read into its place. Back it up "
-            "from a directory only root or you control, or make it that user's file";
-        return Status::InvalidArgument(message);
-      }
-    }
-    const size_t slash = dir.rfind('/');
-    if (slash == std::string::npos || dir == "/") return Status::Ok();
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
-  }
+  const std::optional<RenamableDir> dir = DirectoryOthersRenameIn(dir_path);
+  if (!dir) return Status::Ok();
+  return Status::InvalidArgument(
+      path + " is a file of uid " + std::to_string(st.st_uid) + " in " + dir->path +
+      ", which another user can change (owned by uid " + std::to_string(dir->owner) +
+      "): they could have renamed a file only root may read into its place. Back it up from a "
+      "directory only root or you control, or make it that user's file");
 }
 
 // A file that may not be the one the user named: a second name, or a rename, that another user

@@ -170,5 +170,51 @@ TEST_CASE(
   CHECK(SameFile(standby, image));
 }
 
+TEST_CASE(
+    "local user: restore --force and replicate refuse a file of root's that the owner of a "
+    "directory on the way could have renamed into the name given",
+    "[cli]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  TempDir dir{"renamed-dest"};
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  RepoCli repo{dir};
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  const std::string image = dir / "disk.img";
+  WriteNoiseImage(image, 6, 2);
+  repo.Ok({"snapshot", image});
+  // Their directory holds a root-only directory of root's, with a file only root may write.
+  const std::string theirs = dir / "theirs";
+  REQUIRE(::mkdir(theirs.c_str(), 0755) == 0);
+  REQUIRE(::chown(theirs.c_str(), kOtherUid, kOtherGid) == 0);
+  const std::string private_dir = theirs + "/private";
+  REQUIRE(::mkdir(private_dir.c_str(), 0700) == 0);
+  std::ofstream(private_dir + "/disk.img") << "root's own";
+  // They rename it to the name of the VM directory root is about to restore into.
+  const std::string vm = theirs + "/vmB";
+  REQUIRE(AsOtherUser([&] { return ::rename(private_dir.c_str(), vm.c_str()) == 0; }));
+  const std::string victim = vm + "/disk.img";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"restore", "1", "--to", victim, "--force"},
+        std::vector<std::string>{"replicate", "1", "--to", victim, "--force"}}) {
+    INFO(args.front());
+    CheckOneLineError(repo.Wb(args), 2,
+                      victim + " is a file of uid 0 in " + theirs +
+                          ", which another user can change (owned by uid " +
+                          std::to_string(kOtherUid) + ")");
+    CHECK(FileContents(victim) == "root's own");
+  }
+  // A file of theirs in their directory is theirs to have replaced, as before.
+  const std::string mine = dir / "mine";
+  REQUIRE(::mkdir(mine.c_str(), 0755) == 0);
+  REQUIRE(::chown(mine.c_str(), kOtherUid, kOtherGid) == 0);
+  const std::string their_file = mine + "/disk.img";
+  REQUIRE(AsOtherUser([&] {
+    std::ofstream(their_file) << "theirs";
+    return std::filesystem::exists(their_file);
+  }));
+  repo.Ok({"restore", "1", "--to", their_file, "--force"});
+  CHECK(SameFile(their_file, image));
+}
+
 }  // namespace
 }  // namespace wanbackup::testing
