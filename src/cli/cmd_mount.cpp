@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +21,7 @@
 #include "common/safe_path.h"
 #include "common/units.h"
 #include "guard/identity.h"
+#include "jobs/config.h"
 #include "mount/mount.h"
 #include "repository/trust_anchor.h"
 
@@ -32,8 +34,59 @@ struct MountCommandOptions {
   int fetchers = 4;
   uint32_t read_ahead = 8;
   bool background = false;
+  std::string config;  // --config: the job config whose files the mount must not hide
   RepoFlags repo;
+  std::optional<jobs::Config> jobs;  // that config, loaded (MountConfig)
 };
+
+// The job config whose files a mountpoint must not hide (round 5, V5): --config, else
+// $WANBACKUP_CONFIG, else the default file. No default file is no config; one that does not
+// load is an error when named, a warning for the default (a mount is no job).
+Result<std::optional<jobs::Config>> MountConfig(const std::string& flag) {
+  const std::string path = jobs::ConfigPath(flag);
+  const bool named = !flag.empty() || path != jobs::kDefaultConfigPath;
+  struct stat st {};
+  if (!named && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT)
+    return std::optional<jobs::Config>();
+  Result<jobs::Config> loaded = jobs::LoadConfig(path);
+  if (loaded.ok()) return std::optional<jobs::Config>(std::move(*loaded));
+  if (named) return loaded.status().WithContext("--config");
+  // Root's config, which a user who mounts their own repository cannot read: no news for them.
+  if (loaded.status().code() == StatusCode::kPermissionDenied && ::geteuid() != 0) {
+    return std::optional<jobs::Config>();
+  }
+  PrintWarning(loaded.status().message() +
+               "; its jobs' files are not checked against the mountpoint");
+  return std::optional<jobs::Config>();
+}
+
+// What of `config` a mountpoint must not hide, as (path, what it is) pairs: the config file,
+// its repositories, credential files, job sources, replicas and metrics file. A job whose
+// source or replica directory is covered fails at its next run for as long as the mount lasts.
+void AddConfigFiles(const jobs::Config& config,
+                    std::vector<std::pair<std::string, std::string>>* hidden) {
+  const auto add = [hidden](const std::string& path, const std::string& what) {
+    // Not an iSCSI LUN or an S3 repository: nothing a mount could hide.
+    if (!path.empty() && path != "-" && path.find("://") == std::string::npos) {
+      hidden->emplace_back(path, what);
+    }
+  };
+  add(config.path, "the config file " + config.path);
+  add(config.metrics_textfile, "the metrics textfile " + config.metrics_textfile);
+  for (const auto& [name, repository] : config.repositories) {
+    add(repository.path, "repository " + name + " of " + config.path);
+    add(repository.key_file, "the key_file of repository " + name);
+    add(repository.password_file, "the password_file of repository " + name);
+  }
+  for (const auto& [name, job] : config.jobs) {
+    add(job.source, "the source of job " + name);
+    for (const std::string& to : job.replicate_to)
+      add(to, "a replica of job " + name);
+    add(job.chap_secret_file, "the chap_secret_file of job " + name);
+    add(job.target_chap_secret_file, "the target_chap_secret_file of job " + name);
+    add(job.replica_chap_secret_file, "the replica_chap_secret_file of job " + name);
+  }
+}
 
 Result<mount::ReaderOptions> ReaderOptionsOf(const MountCommandOptions& opts) {
   mount::ReaderOptions reader;
@@ -98,11 +151,14 @@ Result<UniqueFd> OpenMountpointDirectory(const std::string& mountpoint, std::str
 // is refused here: the first read would wait on itself), a repository this client knows, the
 // trust anchor directory, or a credential file. And the write guard's rules for a directory:
 // no repository's directory, no trust anchor directory.
-Status RefuseMountpoint(pipeline::Repository& repo, const RepoFlags& flags,
-                        const std::string& mountpoint, const std::string& resolved, int dir) {
+Status RefuseMountpoint(pipeline::Repository& repo, const MountCommandOptions& opts,
+                        const std::string& resolved, int dir) {
+  const RepoFlags& flags = opts.repo;
+  const std::string& mountpoint = opts.mountpoint;
   WriteTarget target;
   target.to = resolved;
   target.repo = &repo;
+  if (opts.jobs) target.config = &*opts.jobs;
   target.credential_files = CredentialFiles(flags, TargetFlags{});
   WB_RETURN_IF_ERROR(AsMountRefusal(RefuseWriteTarget(target), resolved, mountpoint));
 
@@ -120,6 +176,7 @@ Status RefuseMountpoint(pipeline::Repository& repo, const RepoFlags& flags,
       hidden.emplace_back(value, std::string("the credential file ") + value);
     }
   }
+  if (opts.jobs) AddConfigFiles(*opts.jobs, &hidden);
   if (auto anchors = pipeline::TrustAnchorStore(pipeline::DefaultSecurityDir()).All();
       anchors.ok()) {
     for (const pipeline::AnchorRecord& anchor : *anchors)
@@ -128,8 +185,9 @@ Status RefuseMountpoint(pipeline::Repository& repo, const RepoFlags& flags,
   }
   for (const auto& [path, what] : hidden) {
     const guard::Identity id = guard::Identify(path);
-    if (id.kind != guard::Identity::Kind::kPath || !id.exists) continue;
-    const bool is = id.file == covered;
+    // A path not made yet (a replica's first run) still has its directories to hide.
+    if (id.kind != guard::Identity::Kind::kPath) continue;
+    const bool is = id.exists && id.file == covered;
     if (!is &&
         std::find(id.directories.begin(), id.directories.end(), covered) == id.directories.end()) {
       continue;
@@ -154,7 +212,7 @@ Status MountAndServe(const MountCommandOptions& opts, int notify_fd, bool* mount
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(flags, pipeline::OpenMode::kRead));
   std::string resolved;
   WB_ASSIGN_OR_RETURN(UniqueFd dir, OpenMountpointDirectory(opts.mountpoint, &resolved));
-  WB_RETURN_IF_ERROR(RefuseMountpoint(*repo, flags, opts.mountpoint, resolved, dir.get()));
+  WB_RETURN_IF_ERROR(RefuseMountpoint(*repo, opts, resolved, dir.get()));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> snapshots,
                       repo->catalog().Snapshots(false));
   const bool background = notify_fd >= 0;
@@ -231,12 +289,13 @@ Status MountInBackground(const MountCommandOptions& opts) {
   return Status(static_cast<StatusCode>(std::stoi(report.substr(0, nl))), report.substr(nl + 1));
 }
 
-Status RunMount(const MountCommandOptions& opts) {
+Status RunMount(MountCommandOptions opts) {
   // Before any passphrase is asked for: what would stop the mount anyway.
   WB_RETURN_IF_ERROR(mount::CheckCanMount(opts.mountpoint));
   WB_RETURN_IF_ERROR(ReaderOptionsOf(opts).status());
   std::string resolved;  // a planted link is refused before any passphrase too
   WB_RETURN_IF_ERROR(OpenMountpointDirectory(opts.mountpoint, &resolved).status());
+  WB_ASSIGN_OR_RETURN(opts.jobs, MountConfig(opts.config));
   return opts.background ? MountInBackground(opts) : MountAndServe(opts, -1, nullptr);
 }
 
@@ -257,6 +316,9 @@ void RegisterMount(CLI::App& app, Runner* runner) {
                   "chunks fetched ahead of a sequential reader, at most (default 8; 0: none)");
   cmd->add_flag("--background", opts->background,
                 "detach once mounted (errors then go to syslog); unmount with fusermount3 -u");
+  cmd->add_option("-c,--config", opts->config,
+                  "the job config whose files the mount must not hide (default: "
+                  "$WANBACKUP_CONFIG, else /etc/wanbackup/wanbackup.toml if it exists)");
   AddRepoFlags(cmd, &opts->repo);
   cmd->footer(
       "\nEach snapshot is a directory named by its number, holding disk.img (the LUN's bytes,\n"
@@ -266,13 +328,17 @@ void RegisterMount(CLI::App& app, Runner* runner) {
       "in a bounded cache, and fetches ahead while a reader goes sequentially; all-zero chunks\n"
       "cost nothing. A damaged chunk makes the read that touches it fail (EIO), logged with its\n"
       "LBA range: never wrong bytes. The mount holds the repository's reader lock, so prune\n"
-      "waits for it (or names it), and snapshots taken after mounting appear at the next mount.\n"
+      "waits for it (or names it) without holding up snapshots, a job's forget and prune steps\n"
+      "are skipped until a run finds it gone, and snapshots taken after mounting appear at the\n"
+      "next mount.\n"
       "Runs in the foreground until Ctrl-C, SIGTERM or fusermount3 -u MOUNTPOINT.\n"
       "\nThe mountpoint is reached as restore's destination is: a symlink another user could\n"
       "have planted is not followed, and it and every directory on the way must be root's or\n"
       "yours and not writable by others (unless sticky). A mountpoint in or on a repository,\n"
       "on or above the repository served, a repository this client knows, the trust anchor\n"
-      "directory or a key or passphrase file is refused (exit 2): the mount would hide it.\n"
+      "directory or a key or passphrase file is refused (exit 2): the mount would hide it. So\n"
+      "is one over what the job config (--config) names: its file, repositories, credential\n"
+      "files, job sources, replicas and metrics file.\n"
       "\nFILE-LEVEL RESTORE (as root):\n"
       "  dev=$(losetup --find --show --read-only --partscan MOUNTPOINT/latest/disk.img)\n"
       "  mount -o ro,noload $dev /mnt/restore      # ext4 (XFS: -o ro,norecovery,nouuid); a\n"

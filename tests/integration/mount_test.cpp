@@ -677,4 +677,53 @@ TEST_CASE(
   repo.Ok({"snapshots"});
 }
 
+TEST_CASE(
+    "mount: a mountpoint over what the job config names (its file, a key, a job's source or "
+    "replica directory) is refused, nothing mounted",
+    "[mount][integration]") {
+  if (const std::string why = FuseMissing(); !why.empty()) WB_SKIP(why);
+  TempDir tmp("mountconfig");
+  RepoCli repo(tmp);
+  repo.Ok({"init", "--key-file", repo.key()});
+  WriteNoiseImage(tmp / "a.img", 9, 2);
+  repo.Ok({"snapshot", tmp / "a.img"});
+  for (const char* dir : {"etc", "vm", "standby", "jobkeys"})
+    fs::create_directory(tmp / dir);
+  std::ofstream(tmp / "vm/disk.img") << "the job's source";
+  fs::copy_file(repo.key(), tmp / "jobkeys/job.key");
+  ::chmod((tmp / "jobkeys/job.key").c_str(), 0600);
+  const std::string config = tmp / "etc/wanbackup.toml";
+  std::ofstream(config) << "[repositories.main]\npath = \"" << repo.path() << "\"\nkey_file = \""
+                        << tmp / "jobkeys/job.key"
+                        << "\"\n\n[jobs.vm]\nrepository = \"main\"\n"
+                        << "source = \"" << tmp / "vm/disk.img"
+                        << "\"\nreplicate_to = [\"" << tmp / "standby/replica.img"
+                        << "\"]\n";
+  ::chmod(config.c_str(), 0600);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {tmp / "etc", "holds the config file " + config},
+      {tmp / "vm", "holds the source of job vm"},
+      {tmp / "standby", "holds a replica of job vm"},
+      {tmp / "jobkeys", "holds the key_file of repository main"},
+  };
+  std::vector<std::string> dirs;
+  for (const auto& [dir, says] : refused)
+    dirs.push_back(dir);
+  NoMountLeft cleanup(dirs);
+  for (const auto& [dir, says] : refused) {
+    INFO(dir);
+    // Named by --config, or by $WANBACKUP_CONFIG as the timers' runs name it.
+    CheckOneLineError(repo.Wb({"mount", dir, "--background", "--config", config}), 2, says);
+    CheckOneLineError(repo.Wb({"mount", dir, "--background"}, "", {{"WANBACKUP_CONFIG", config}}),
+                      2, says);
+    CHECK_FALSE(MountedOn(dir));
+  }
+  CHECK(FileContents(tmp / "vm/disk.img") == "the job's source");
+  // A config named that does not load is an error, not a mount without its checks.
+  CheckOneLineError(
+      repo.Wb({"mount", tmp / "standby", "--background", "--config", tmp / "etc/missing.toml"}), 6,
+      "--config");
+  CHECK_FALSE(MountedOn(tmp / "standby"));
+}
+
 }  // namespace wanbackup::testing
