@@ -8,6 +8,8 @@
 
 #include "common/cancel.h"
 #include "common/failpoint.h"
+#include "common/text.h"
+#include "common/units.h"
 #include "repository/head.h"
 #include "repository/pack_record.h"
 #include "repository/record.h"
@@ -65,18 +67,7 @@ class Pruner {
   std::vector<uint8_t> record_, plain_;
 };
 
-// The highest snapshot id the catalog ever gave out: its rows (complete, failed or running) and
-// the floor that forget and a rebuild keep (catalog.h).
-Result<int64_t> HighestKnownSnapshotId(catalog::Catalog& cat) {
-  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, cat.Snapshots(true));
-  WB_ASSIGN_OR_RETURN(const std::string floor, cat.GetSetting(catalog::kSnapshotIdFloor));
-  int64_t highest = floor.empty() ? 0 : std::strtoll(floor.c_str(), nullptr, 10);
-  for (const catalog::SnapshotInfo& s : all)
-    highest = std::max(highest, s.id);
-  return highest;
-}
-
-// The sealed snapshot record at `offset`, when it reads, authenticates and decodes.
+// The sealed record at `offset`, when it reads, authenticates and decodes.
 std::optional<SnapshotRecord> OpenSnapshotRecord(const PackReader& reader, RecordCodec& codec,
                                                  uint64_t offset, const RecordHeader& h) {
   if (h.raw_size > kMaxSnapshotRecordSize) return std::nullopt;
@@ -92,12 +83,17 @@ std::optional<SnapshotRecord> OpenSnapshotRecord(const PackReader& reader, Recor
   return std::move(*r);
 }
 
-// A pack the catalog does not name is what an interrupted run left, unless it holds the sealed
-// record of a snapshot the catalog never gave an id to: then the catalog is behind the packs
-// (put back from an older copy, rebuilt while the packs' disk was not mounted) and removing the
-// pack would lose a snapshot that `repair catalog` brings back (round 4, U4). Corruption then.
-Status CheckOrphan(Repository& repo, RecordCodec& codec, const StoredPack& pack,
-                   int64_t highest_known) {
+// A sealed snapshot record found in a pack the catalog does not name.
+struct OrphanSnapshot {
+  std::string pack;
+  Digest digest{};
+  SnapshotRecord record;
+};
+
+// The sealed snapshot records of this repository in `pack`, read in order up to the first torn
+// or damaged record (a rebuild looks further; this only has to see what a run wrote whole).
+Status SealedSnapshotsIn(Repository& repo, RecordCodec& codec, const StoredPack& pack,
+                         std::vector<OrphanSnapshot>* found) {
   WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, repo.packs().Open(pack.name));
   // Not this repository's pack (or no pack at all): it holds none of its snapshots.
   if (!CheckPackHeader(*reader, repo.config().id, pack.name).ok()) return Status::Ok();
@@ -105,20 +101,69 @@ Status CheckOrphan(Repository& repo, RecordCodec& codec, const StoredPack& pack,
     uint8_t bytes[kRecordHeaderSize];
     WB_RETURN_IF_ERROR(reader->ReadAt(offset, bytes, sizeof bytes));
     Result<RecordHeader> h = ParseRecordHeader(bytes);
-    // A torn or damaged record ends what can be read in order; a rebuild looks further.
     if (!h.ok() || offset + kRecordHeaderSize + h->stored_size > pack.size) break;
-    const std::optional<SnapshotRecord> r = h->kind == RecordKind::kSnapshot
-                                                ? OpenSnapshotRecord(*reader, codec, offset, *h)
-                                                : std::nullopt;
-    if (r && r->repository_id == repo.config().id && r->info.id > highest_known) {
-      return Status::Corruption(
-          "pack " + repo.packs().Describe(pack.name) + " holds snapshot " +
-          std::to_string(r->info.id) +
-          ", which the catalog does not know: the catalog is behind the packs (an older copy, "
-          "or rebuilt while packs were missing); prune changed nothing; run 'wanbackup repair "
-          "catalog' first");
+    if (h->kind == RecordKind::kSnapshot) {
+      std::optional<SnapshotRecord> r = OpenSnapshotRecord(*reader, codec, offset, *h);
+      if (r && r->repository_id == repo.config().id) {
+        found->push_back(OrphanSnapshot{pack.name, h->digest, std::move(*r)});
+      }
     }
     offset += kRecordHeaderSize + h->stored_size;
+  }
+  return Status::Ok();
+}
+
+// The sealed records of every snapshot a forget record names.
+Result<std::set<Digest>> ForgottenRecords(Repository& repo, RecordCodec& codec) {
+  std::set<Digest> forgotten;
+  WB_RETURN_IF_ERROR(repo.catalog().ForEachChunk([&](const catalog::ChunkRecord& c) -> Status {
+    if (c.kind != catalog::ChunkKind::kForgetRecord) return Status::Ok();
+    WB_ASSIGN_OR_RETURN(std::vector<uint8_t> plain,
+                        LoadRecord(repo, codec, c, RecordKind::kForget, kMaxForgetRecordSize));
+    WB_ASSIGN_OR_RETURN(ForgetRecord r, DecodeForgetRecord(plain.data(), plain.size()));
+    for (const ForgottenSnapshot& f : r.snapshots)
+      forgotten.insert(f.record);
+    return Status::Ok();
+  }));
+  return forgotten;
+}
+
+// A pack the catalog does not name is what an interrupted run left, unless it holds the sealed
+// record of a snapshot the catalog does not know: then the catalog is behind the packs (put back
+// from an older copy, rebuilt while the packs' disk was not mounted) and removing the pack would
+// lose a snapshot that `repair catalog` brings back (round 4, U4). A snapshot is known when the
+// catalog indexes its sealed record elsewhere, has the run that sealed it (same number, same
+// start: a run killed before its commit), or a forget record names it. Not by number alone: a
+// catalog behind its packs gives the numbers of the snapshots it lost to new ones (round 6, W1).
+Status RefuseUnknownSnapshots(Repository& repo, RecordCodec& codec,
+                              const std::vector<OrphanSnapshot>& found) {
+  if (found.empty()) return Status::Ok();
+  catalog::Catalog& cat = repo.catalog();
+  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> rows, cat.Snapshots(true));
+  std::map<int64_t, const catalog::SnapshotInfo*> by_id;
+  for (const catalog::SnapshotInfo& row : rows)
+    by_id[row.id] = &row;
+  std::optional<std::set<Digest>> forgotten;
+  for (const OrphanSnapshot& o : found) {
+    WB_ASSIGN_OR_RETURN(const std::optional<int64_t> indexed, cat.FindChunk(o.digest));
+    if (indexed) continue;
+    const catalog::SnapshotInfo& sealed = o.record.info;
+    const auto row = by_id.find(sealed.id);
+    if (row != by_id.end() && row->second->started_unix_ms == sealed.started_unix_ms &&
+        row->second->source == sealed.source) {
+      continue;
+    }
+    if (!forgotten) {
+      WB_ASSIGN_OR_RETURN(forgotten, ForgottenRecords(repo, codec));
+    }
+    if (forgotten->count(o.digest) != 0) continue;
+    return Status::Corruption(
+        "pack " + repo.packs().Describe(o.pack) + " holds a snapshot " +
+        std::to_string(sealed.id) + " of " + EscapeForTerminal(sealed.source) + " taken " +
+        LocalTime(sealed.started_unix_ms) +
+        " that the catalog does not know: the catalog is behind the packs (an older copy, or "
+        "rebuilt while packs were missing); prune changed nothing; run 'wanbackup repair "
+        "catalog' first");
   }
   return Status::Ok();
 }
@@ -140,11 +185,10 @@ Status Pruner::RemoveOrphans() {
     }
   }
   // Every orphan is looked at before the first is removed: a refusal changes nothing.
-  if (!orphans.empty()) {
-    WB_ASSIGN_OR_RETURN(const int64_t highest, HighestKnownSnapshotId(cat_));
-    for (const StoredPack& s : orphans)
-      WB_RETURN_IF_ERROR(CheckOrphan(repo_, codec_, s, highest));
-  }
+  std::vector<OrphanSnapshot> sealed;
+  for (const StoredPack& s : orphans)
+    WB_RETURN_IF_ERROR(SealedSnapshotsIn(repo_, codec_, s, &sealed));
+  WB_RETURN_IF_ERROR(RefuseUnknownSnapshots(repo_, codec_, sealed));
   for (const StoredPack& s : orphans) {
     ++report_.orphan_packs;
     report_.orphan_bytes += s.size;

@@ -2,8 +2,9 @@
 //
 //  1. Interrupted snapshot runs are closed; packs in the store that the catalog does not name
 //     (left by an interrupted prune, forget or snapshot) are removed. When one holds the sealed
-//     record of a snapshot the catalog never gave an id to, the catalog is behind the packs:
-//     nothing is changed (Corruption, naming `repair catalog`).
+//     record of a snapshot the catalog does not know (not indexed, not a run it started, not
+//     forgotten), the catalog is behind the packs: nothing is changed (Corruption, naming
+//     `repair catalog`).
 //  2. Live records: every chunk a complete snapshot's map names, its sealed snapshot record and
 //     map segments, and every forget record. The rest is unused, and so are pack bytes past the
 //     last record the catalog names.

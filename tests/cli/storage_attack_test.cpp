@@ -530,7 +530,7 @@ TEST_CASE(
   std::filesystem::remove(packs);
   std::filesystem::rename(dir / "packs.away", packs);
   const auto before = TreeContents(packs);
-  CheckOneLineError(repo.Wb({"prune"}), 3, "which the catalog does not know");
+  CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not know");
   CHECK(repo.Wb({"prune"}).err.find("run 'wanbackup repair catalog' first") != std::string::npos);
   CHECK(TreeContents(packs) == before);
   // What it names brings both back.
@@ -540,4 +540,33 @@ TEST_CASE(
   repo.Ok({"restore", "2", "--to", dir / "b-back.img"});
   CHECK(SameFile(dir / "a-back.img", dir / "a.img"));
   CHECK(SameFile(dir / "b-back.img", dir / "b.img"));
+}
+
+TEST_CASE(
+    "prune: a snapshot taken since the catalog fell behind its packs, with the number of one "
+    "it lost, does not make that one's pack a leftover",
+    "[trust]") {
+  TempDir dir("catalog-behind-reused");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  WriteNoiseImage(dir / "c.img", 3, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  const std::string packs = repo.path() + "/packs";
+  std::filesystem::rename(packs, dir / "packs.away");
+  REQUIRE(std::filesystem::create_directory(packs));
+  std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
+  (void)repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  repo.Ok({"trust"});
+  // The next snapshot gets number 1 again, as the lost one had.
+  repo.Ok({"snapshot", dir / "c.img"});
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 1);
+  REQUIRE(listed[0]["id"] == 1);
+  // The old packs come back beside the new ones. Before, prune took snapshot 1's old pack for
+  // what an interrupted run of "snapshot 1" left, and removed it.
+  std::filesystem::copy(dir / "packs.away", packs, std::filesystem::copy_options::recursive);
+  const auto before = TreeContents(packs);
+  CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not know");
+  CHECK(TreeContents(packs) == before);
 }
