@@ -193,6 +193,21 @@ std::optional<RenamableDir> DirectoryOthersRenameIn(const std::string& dir_path)
   }
 }
 
+std::optional<RenamableDir> PathOthersRenameIn(const std::string& given,
+                                               const std::string& resolved_dir) {
+  std::string absolute = given;
+  if (absolute.empty() || absolute[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) absolute = std::string(cwd) + "/" + given;
+  }
+  const size_t slash = absolute.rfind('/');
+  if (slash != std::string::npos && absolute[0] == '/') {
+    const std::string parent = slash == 0 ? "/" : absolute.substr(0, slash);
+    if (std::optional<RenamableDir> dir = DirectoryOthersRenameIn(parent)) return dir;
+  }
+  return DirectoryOthersRenameIn(resolved_dir);
+}
+
 Result<ResolvedPath> ResolveForWriting(const std::string& path, PathPolicy policy,
                                        LastLink last_link) {
   if (path.empty()) return Status::InvalidArgument("an empty path");

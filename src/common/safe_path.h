@@ -73,6 +73,13 @@ struct RenamableDir {
 // and V4): read or overwritten, it is a file the user never named.
 std::optional<RenamableDir> DirectoryOthersRenameIn(const std::string& dir_path);
 
+// The same for a path as given and the directory it resolved to: the directories of `given`
+// (made absolute, not resolved: where a link or device node of root's was found by name) and
+// then those of `resolved_dir`. A link of root's another user renamed into place in their
+// directory leads anywhere (round 6, W4 and W5).
+std::optional<RenamableDir> PathOthersRenameIn(const std::string& given,
+                                               const std::string& resolved_dir);
+
 // InvalidArgument, one line ending in `outcome` ("not followed", "not written to"), when `st`
 // (a symlink, a FIFO: the entry `name` of `dir`) is owned by neither root nor the user and `dir`
 // is one somebody else can write: another user may have planted it. Ok otherwise.

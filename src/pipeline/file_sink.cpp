@@ -71,7 +71,11 @@ Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& opti
   if (S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument(name_ + " is a directory; give a file or device path");
   }
-  if (S_ISBLK(st.st_mode)) return OpenBlockDevice(options.expected_size);
+  if (S_ISBLK(st.st_mode)) {
+    // A device node of root's, or root's link to one, that another user renamed into place.
+    WB_RETURN_IF_ERROR(RefuseRenamedIn(st));
+    return OpenBlockDevice(options.expected_size);
+  }
   if (S_ISCHR(st.st_mode)) {
     // Refused before it is opened: opening some of them acts (a watchdog starts).
     if (std::string refusal = CharacterDeviceRefusal(name_, st.st_rdev); !refusal.empty()) {
@@ -122,14 +126,15 @@ Status FileSink::OpenInPlace() {
   return Status::Ok();
 }
 
-// A file of root's (or ours) reached through a directory another user can change: that user
-// may have renamed a directory or file only root may write into the name given (a root-only
-// directory renamed to the VM's), and the disk would be written over a file nobody named
-// (round 5, V4). Such a file is written only from directories only root or we control; a file
-// of the user who controls the directory is theirs (OpenInPlace's rule).
+// A file or device of root's (or ours) reached through a directory another user can change, on
+// the path as given or where its links led: that user may have renamed a directory, file, link
+// or device node only root may write into the name given (a root-only directory renamed to the
+// VM's), and the disk would be written over a file nobody named (round 5, V4; round 6, W4). Such a
+// file is written only from directories only root or we control; a file of the user who controls
+// the directory is theirs (OpenInPlace's rule).
 Status FileSink::RefuseRenamedIn(const struct stat& st) const {
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) return Status::Ok();
-  const std::optional<RenamableDir> dir = DirectoryOthersRenameIn(dir_path_);
+  const std::optional<RenamableDir> dir = PathOthersRenameIn(name_, dir_path_);
   if (!dir) return Status::Ok();
   return Status::InvalidArgument(
       name_ + " is a file of uid " + std::to_string(st.st_uid) + " in " + dir->path +

@@ -223,8 +223,12 @@ Status RefuseSecondName(const std::string& path, const ResolvedPath& where, cons
 // root or we can change; a file of the user who controls the directory is theirs to give.
 Status RefuseRenamedIn(const std::string& path, const std::string& dir_path,
                        const struct stat& st) {
-  if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != ::geteuid())) return Status::Ok();
-  const std::optional<RenamableDir> dir = DirectoryOthersRenameIn(dir_path);
+  if ((!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) ||
+      (st.st_uid != 0 && st.st_uid != ::geteuid())) {
+    return Status::Ok();
+  }
+  // The path as given too: a link of root's renamed into place leads anywhere (round 6, W5).
+  const std::optional<RenamableDir> dir = PathOthersRenameIn(path, dir_path);
   if (!dir) return Status::Ok();
   return Status::InvalidArgument(
       path + " is a file of uid " + std::to_string(st.st_uid) + " in " + dir->path +

@@ -203,6 +203,20 @@ TEST_CASE(
                           std::to_string(kOtherUid) + ")");
     CHECK(FileContents(victim) == "root's own");
   }
+  // A link of root's to a root-only file, renamed by them into their directory: neither
+  // written through nor read through (round 6, W4, W5).
+  const std::string vault = dir / "vault";
+  REQUIRE(::mkdir(vault.c_str(), 0700) == 0);
+  std::ofstream(vault + "/secret.img") << "root's secret";
+  const std::string made = vault + "/link";
+  REQUIRE(::symlink((vault + "/secret.img").c_str(), made.c_str()) == 0);
+  const std::string planted = theirs + "/link.img";
+  REQUIRE(::rename(made.c_str(), planted.c_str()) == 0);  // as their rename out of a root dir
+  CheckOneLineError(repo.Wb({"restore", "1", "--to", planted, "--force"}), 2,
+                    "which another user can change (owned by uid " + std::to_string(kOtherUid));
+  CHECK(FileContents(vault + "/secret.img") == "root's secret");
+  CheckOneLineError(repo.Wb({"snapshot", planted}), 2,
+                    "which another user can change (owned by uid " + std::to_string(kOtherUid));
   // A file of theirs in their directory is theirs to have replaced, as before.
   const std::string mine = dir / "mine";
   REQUIRE(::mkdir(mine.c_str(), 0755) == 0);
