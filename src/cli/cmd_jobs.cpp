@@ -97,6 +97,17 @@ std::string RunLine(const catalog::JobRun& r) {
     line += "  snapshot " + std::to_string(r.snapshot_id) + ", " + FormatBytes(r.bytes) + " read";
   }
   if (!r.error.empty()) line += "  " + r.error;
+  // Housekeeping a reader (a mount) held back: shown, or a forgotten mount stops retention
+  // unseen (round 6, W6).
+  const nlohmann::json steps = nlohmann::json::parse(r.steps, nullptr, false);
+  std::string held_back;
+  for (const nlohmann::json& step : steps.is_array() ? steps : nlohmann::json::array()) {
+    if (step.is_object() && step.value("status", "") == "skipped" &&
+        step.value("summary", "").starts_with("the repository is being read")) {
+      held_back += (held_back.empty() ? "" : ", ") + step.value("step", "");
+    }
+  }
+  if (!held_back.empty()) line += "  " + held_back + " skipped: a reader held the repository";
   return line;
 }
 

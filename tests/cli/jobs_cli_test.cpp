@@ -352,6 +352,32 @@ TEST_CASE("jobs: a run that recorded a failed step before it died shows as faile
         std::string::npos);
 }
 
+TEST_CASE("run, jobs: a mount's reader lock skips forget and prune, and the jobs table says so",
+          "[jobs]") {
+  JobSetup s;
+  s.Write("keep_last = 1\nprune_interval = \"always\"\n");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});
+  // A reader, as a mount holds it: the shared lock and its line in readers/.
+  const int shared = ::open((s.repo.path() + "/lock.shared").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(::flock(shared, LOCK_SH) == 0);
+  const std::string line = "wanbackup pid 777 on host running 'mount /mnt/b' since 2026-01-01\n";
+  const int mine =
+      ::open((s.repo.path() + "/readers/777-1.reader").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(::flock(mine, LOCK_EX) == 0);
+  REQUIRE(::pwrite(mine, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size()));
+  WriteNoiseImage(s.image, 2, 2);
+  const RunResult run = s.Wb({"run", "disk"});
+  ::close(mine);
+  ::close(shared);
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("running 'mount /mnt/b'") != std::string::npos);
+  const RunResult jobs = s.Wb({"jobs"});
+  INFO(jobs.out);
+  CHECK(jobs.out.find("forget, prune skipped: a reader held the repository") != std::string::npos);
+}
+
 TEST_CASE("run: a run that gives up on the lock is in the history, even while the catalog is busy",
           "[jobs]") {
   JobSetup s;
