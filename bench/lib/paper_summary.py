@@ -10,6 +10,7 @@ import sys
 
 raw_path, out_dir, rate = sys.argv[1], sys.argv[2], sys.argv[3]
 senders = sys.argv[4] if len(sys.argv) > 4 else ""  # TCP settings of site B, if known
+emulator = sys.argv[5] if len(sys.argv) > 5 else ""  # wanlab's WANEM_MODE, if known
 SERIES = ["iperf3-8", "iperf3-1", "wanbackup", "prototype", "baseline", "iscsi-perf", "qemu-img"]
 # The middle 80 % of wanbackup's bytes and of iperf3's seconds: what a long transfer runs at.
 STEADY = ["wanbackup-steady", "iperf3-8-steady"]
@@ -112,6 +113,8 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
                 100 * median(d, "fs-snapshot") / median(d, "fs-copy"),
                 statistics.median(cpu[(d, "fs-copy")]),
                 statistics.median(cpu[(d, "fs-snapshot")])))
+    if emulator:
+        f.write("\nEmulator: %s (docs/testing.md, \"Super-packets\").\n" % emulator)
     if senders:
         f.write("\nSenders' TCP (target and iperf3 server; congestion control as chosen with --congestion-control, the rest the host's): %s.\n" % senders)
     def per_run(series, title):
