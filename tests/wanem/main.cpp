@@ -151,8 +151,13 @@ class Emulator {
       ::close(listen_fd_);
       ::unlink(control_path_.c_str());
     }
-    if (fd_a_ >= 0) ::close(fd_a_);  // closing a TUN fd removes its device
-    if (fd_b_ >= 0) ::close(fd_b_);
+    // Closing a TUN fd removes its device; should the device outlive us all the same, it must
+    // not keep TSO for an emulator that reads plain packets (tun.cpp, SetOffloads).
+    for (const int fd : {fd_a_, fd_b_}) {
+      if (fd < 0) continue;
+      (void)ClearOffloads(fd);
+      ::close(fd);
+    }
   }
 
  private:
@@ -363,8 +368,11 @@ int main(int argc, char** argv) {
   run->add_option("--log", o.log, "with --daemon: append messages here");
   run->add_flag("--super-packets", o.super_packets,
                 "take TSO super-packets (up to 64 KiB) from the kernel and forward them whole, "
-                "charged as their segments: a fraction of the CPU per byte; loss and drops then "
-                "take whole super-packets (frame.h)");
+                "charged as their segments' wire bytes, so the rate cap and TCP's MSS stay as "
+                "per packet: a fraction of the CPU per byte. Loss, blackhole and queue drops "
+                "then take whole super-packets (bursts of segments): leave it off for loss "
+                "experiments. Off (the default here; scripts/wanlab turns it on): one IP packet "
+                "per frame (frame.h)");
   run->add_flag("--daemon", o.daemon, "detach once ready; exit status says whether setup worked");
   std::string ctl_path;
   std::vector<std::string> ctl_words;

@@ -138,6 +138,10 @@ NetnsGuard::~NetnsGuard() {
   }
 }
 
+bool ClearOffloads(int fd) {
+  return ::ioctl(fd, TUNSETOFFLOAD, 0U) == 0;
+}
+
 int OpenTun(const TunConfig& cfg, std::string* error) {
   if (cfg.ifname.empty() || cfg.ifname.size() >= IFNAMSIZ) {
     *error = "interface name '" + cfg.ifname + "' must have 1 to 15 characters";

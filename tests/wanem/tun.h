@@ -26,6 +26,11 @@ struct TunConfig {
 // Returns the fd, or -1 with *error set.
 int OpenTun(const TunConfig& cfg, std::string* error);
 
+// Clears the device's offloads (TUNSETOFFLOAD 0) before the emulator lets go of `fd`: a device
+// that outlives it (made persistent by someone else) then hands the next reader plain packets.
+// Best effort, for the exit path: returns false when the ioctl failed.
+bool ClearOffloads(int fd);
+
 // Runs the calling thread inside namespace `netns` until the returned guard is destroyed.
 class NetnsGuard {
  public:
