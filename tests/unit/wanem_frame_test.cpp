@@ -94,3 +94,21 @@ TEST_CASE("wanem frame: a truncated or unparsable frame is not forwarded", "[wan
   const std::vector<uint8_t> header_only(kVnetHeaderBytes, 0);
   CHECK_FALSE(Inspect(header_only, true).ok);
 }
+
+TEST_CASE("wanem frame: a frame that fills its slot exactly is whole, one byte more was cut",
+          "[wanem]") {
+  // The emulator reads into a slot one byte larger than the largest frame (direction.cpp) and
+  // passes the largest frame as the capacity: read() returning more than that means the kernel
+  // had more to give than the slot took.
+  const size_t largest = kVnetHeaderBytes + wanem::kMaxIpBytes;
+  std::vector<uint8_t> slot = Frame(true, 4, 32, wanem::kMaxIpBytes - 52, kGsoTcpV4, 1448);
+  REQUIRE(slot.size() == largest);
+  const FrameInfo whole = InspectFrame(slot.data(), largest, largest, true);
+  CHECK(whole.ok);
+  CHECK(whole.segments == 46);  // 65483 bytes of data in segments of 1448: 45 full, one short
+  CHECK(whole.wire_bytes == wanem::kMaxIpBytes + 45 * 52);
+  slot.push_back(0);
+  CHECK_FALSE(InspectFrame(slot.data(), largest + 1, largest, true).ok);
+  // A TUN device's read() reports the frame's length, not what it copied: far beyond the slot.
+  CHECK_FALSE(InspectFrame(slot.data(), 2 * largest, largest, true).ok);
+}
