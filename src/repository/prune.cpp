@@ -158,9 +158,8 @@ Status RefuseUnknownSnapshots(Repository& repo, RecordCodec& codec,
     }
     if (forgotten->count(o.digest) != 0) continue;
     return Status::Corruption(
-        "pack " + repo.packs().Describe(o.pack) + " holds a snapshot " +
-        std::to_string(sealed.id) + " of " + EscapeForTerminal(sealed.source) + " taken " +
-        LocalTime(sealed.started_unix_ms) +
+        "pack " + repo.packs().Describe(o.pack) + " holds a snapshot " + std::to_string(sealed.id) +
+        " of " + EscapeForTerminal(sealed.source) + " taken " + LocalTime(sealed.started_unix_ms) +
         " that the catalog does not know: the catalog is behind the packs (an older copy, or "
         "rebuilt while packs were missing); prune changed nothing; run 'wanbackup repair "
         "catalog' first");
