@@ -193,14 +193,14 @@ TEST_CASE(
   const std::string vm = theirs + "/vmB";
   REQUIRE(AsOtherUser([&] { return ::rename(private_dir.c_str(), vm.c_str()) == 0; }));
   const std::string victim = vm + "/disk.img";
+  std::string refusal = victim;
+  refusal += " is a file of uid 0 in " + theirs;
+  refusal += ", which another user can change (owned by uid " + std::to_string(kOtherUid) + ")";
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"restore", "1", "--to", victim, "--force"},
         std::vector<std::string>{"replicate", "1", "--to", victim, "--force"}}) {
     INFO(args.front());
-    CheckOneLineError(repo.Wb(args), 2,
-                      victim + " is a file of uid 0 in " + theirs +
-                          ", which another user can change (owned by uid " +
-                          std::to_string(kOtherUid) + ")");
+    CheckOneLineError(repo.Wb(args), 2, refusal);
     CHECK(FileContents(victim) == "root's own");
   }
   // A link of root's to a root-only file, renamed by them into their directory: neither

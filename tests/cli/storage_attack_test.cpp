@@ -503,6 +503,19 @@ TEST_CASE("storage attack: a pack replaced by a FIFO is refused at once, nothing
   CHECK(after == before);
 }
 
+// The packs' disk not mounted yet (its packs moved to `away`) and a forced repair: a catalog
+// without any snapshot, which the client's anchor calls a rollback and the user accepts, as its
+// message offers (a client without an anchor would not even ask). Returns REPO/packs.
+std::string RepairWithoutPacks(const RepoCli& repo, const std::string& away) {
+  const std::string packs = repo.path() + "/packs";
+  std::filesystem::rename(packs, away);
+  REQUIRE(std::filesystem::create_directory(packs));
+  std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
+  (void)repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  repo.Ok({"trust"});
+  return packs;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -516,15 +529,7 @@ TEST_CASE(
   repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
   repo.Ok({"snapshot", dir / "a.img"});
   repo.Ok({"snapshot", dir / "b.img"});
-  // The packs' disk not mounted yet, and a forced repair: a catalog without any snapshot.
-  const std::string packs = repo.path() + "/packs";
-  std::filesystem::rename(packs, dir / "packs.away");
-  REQUIRE(std::filesystem::create_directory(packs));
-  std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
-  (void)repo.Wb({"repair", "catalog", "--allow-missing-packs"});
-  // The client's anchor calls that a rollback; the user accepts it, as its message offers (a
-  // client without an anchor would not even ask).
-  repo.Ok({"trust"});
+  const std::string packs = RepairWithoutPacks(repo, dir / "packs.away");
   REQUIRE(nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out).empty());
   // The disk is back. Before, prune took every pack for a leftover and removed it.
   std::filesystem::remove(packs);
@@ -552,12 +557,7 @@ TEST_CASE(
   WriteNoiseImage(dir / "c.img", 3, 3);
   repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
   repo.Ok({"snapshot", dir / "a.img"});
-  const std::string packs = repo.path() + "/packs";
-  std::filesystem::rename(packs, dir / "packs.away");
-  REQUIRE(std::filesystem::create_directory(packs));
-  std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
-  (void)repo.Wb({"repair", "catalog", "--allow-missing-packs"});
-  repo.Ok({"trust"});
+  const std::string packs = RepairWithoutPacks(repo, dir / "packs.away");
   // The next snapshot gets number 1 again, as the lost one had.
   repo.Ok({"snapshot", dir / "c.img"});
   const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
