@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "common/text.h"
@@ -143,6 +144,21 @@ Status IndexHead(catalog::Catalog& cat, const SealedHead& head, int64_t pack_id,
 Status RecordHead(catalog::Catalog& cat, const HeadRecord& head, const Digest& digest) {
   return cat.PutSetting(kHeadSetting,
                         std::to_string(head.counter) + " " + ToHex(digest.data(), digest.size()));
+}
+
+Result<int64_t> CatalogHighestSnapshotId(catalog::Catalog& cat) {
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::SnapshotInfo> rows, cat.Snapshots(true));
+  WB_ASSIGN_OR_RETURN(const std::string floor, cat.GetSetting(catalog::kSnapshotIdFloor));
+  int64_t highest = std::max<int64_t>(0, std::strtoll(floor.c_str(), nullptr, 10));
+  for (const catalog::SnapshotInfo& row : rows)
+    highest = std::max(highest, row.id);
+  return highest;
+}
+
+Status RaiseCatalogSnapshotIdFloor(catalog::Catalog& cat, int64_t highest) {
+  WB_ASSIGN_OR_RETURN(const int64_t now, CatalogHighestSnapshotId(cat));
+  if (highest <= now) return Status::Ok();
+  return cat.PutSetting(catalog::kSnapshotIdFloor, std::to_string(highest));
 }
 
 Result<uint64_t> CheckCatalogAgainstHead(Repository& repo) {

@@ -49,6 +49,11 @@ Result<SealedHead> SealHeadAdding(Repository& repo, const HeadEntry& added);
 Status IndexHead(catalog::Catalog& cat, const SealedHead& head, int64_t pack_id, uint64_t offset);
 // Makes `head` the catalog's newest, in the caller's transaction.
 Status RecordHead(catalog::Catalog& cat, const HeadRecord& head, const Digest& digest);
+// The highest snapshot number the catalog gave out: its rows (complete, failed or running) and
+// the floor that forget and a rebuild keep (catalog.h, kSnapshotIdFloor).
+Result<int64_t> CatalogHighestSnapshotId(catalog::Catalog& cat);
+// Makes the catalog give out numbers above `highest` from now on (a no-op when it already does).
+Status RaiseCatalogSnapshotIdFloor(catalog::Catalog& cat, int64_t highest);
 // Checks that the catalog lists exactly the snapshots its newest head lists; returns that head's
 // counter (0: no head yet, nothing to check). Corruption names the first difference and
 // 'wanbackup repair catalog'.

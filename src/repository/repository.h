@@ -108,6 +108,9 @@ class Repository {
   const RepositoryConfig& config() const { return config_; }
   const KeySet& keys() const { return *keys_; }
   catalog::Catalog& catalog() { return *catalog_; }
+  bool has_catalog() const { return catalog_ != nullptr; }  // not while a repair replaces it
+  // Opened to write, where something can be written.
+  bool writable() const { return !reader_ && !read_only_; }
 
   // Where the packs are (pack_store.h).
   PackStore& packs() { return *store_; }

@@ -77,6 +77,10 @@ bool RecordObservation(std::optional<AnchorRecord>& known, const TrustObservatio
     known->head_counter = *now.head_counter;
     changed = true;
   }
+  if (now.highest_snapshot > known->highest_snapshot) {
+    known->highest_snapshot = now.highest_snapshot;
+    changed = true;
+  }
   bool listed = false;
   for (const std::string& l : known->locations)
     listed = listed || l == now.location;
@@ -130,16 +134,32 @@ Status CheckOpenedRepository(const TrustAnchorStore& anchors, Repository& repo,
   } else if (check_head) {
     WB_ASSIGN_OR_RETURN(const uint64_t counter, CheckCatalogAgainstHead(repo));
     now.head_counter = counter;
+    WB_ASSIGN_OR_RETURN(const int64_t highest, CatalogHighestSnapshotId(repo.catalog()));
+    now.highest_snapshot = static_cast<uint64_t>(highest);
   }
   WB_RETURN_IF_ERROR(CheckAgainstAnchor(known, std::nullopt, now));
+  // A catalog behind what this client saw (rebuilt without some packs, or an older state
+  // accepted with `trust`): the numbers of the snapshots it lost are not given out again, so a
+  // returning pack's snapshot never shares its number with a new one (round 6, W1, W2).
+  if (check_head && known && known->highest_snapshot > now.highest_snapshot && repo.writable()) {
+    WB_RETURN_IF_ERROR(
+        RaiseCatalogSnapshotIdFloor(repo.catalog(), static_cast<int64_t>(known->highest_snapshot)));
+  }
   WB_RETURN_IF_ERROR(anchors.Update(now.repository_id, [&](std::optional<AnchorRecord>& r) {
     return RecordObservation(r, now);
   }));
-  repo.set_head_listener([anchors, id = now.repository_id](uint64_t counter) {
-    // Best effort: the next open records the counter too.
-    (void)anchors.Update(id, [counter](std::optional<AnchorRecord>& r) {
-      if (!r || r->head_counter >= counter) return false;
-      r->head_counter = counter;
+  repo.set_head_listener([anchors, id = now.repository_id, at = &repo](uint64_t counter) {
+    // Best effort: the next open records both too. The listener lives in the repository it
+    // points to.
+    uint64_t highest = 0;
+    if (at->has_catalog()) {
+      const Result<int64_t> h = CatalogHighestSnapshotId(at->catalog());
+      if (h.ok()) highest = static_cast<uint64_t>(*h);
+    }
+    (void)anchors.Update(id, [counter, highest](std::optional<AnchorRecord>& r) {
+      if (!r || (r->head_counter >= counter && r->highest_snapshot >= highest)) return false;
+      r->head_counter = std::max(r->head_counter, counter);
+      r->highest_snapshot = std::max(r->highest_snapshot, highest);
       return true;
     });
   });
@@ -191,6 +211,8 @@ Result<std::vector<std::string>> AcceptRepository(const TrustAnchorStore& anchor
   now.encryption = EncryptionModeName(repo.config().mode);
   now.key_fingerprint = RepositoryKeyFingerprint(repo.keys());
   now.head_counter = counter;
+  WB_ASSIGN_OR_RETURN(const int64_t highest, CatalogHighestSnapshotId(repo.catalog()));
+  now.highest_snapshot = static_cast<uint64_t>(highest);
   WB_RETURN_IF_ERROR(anchors.Update(id, [&](std::optional<AnchorRecord>& r) {
     if (!r) {
       changes.push_back("repository " + id + " at " + location + " is trusted from now on");
@@ -209,6 +231,8 @@ Result<std::vector<std::string>> AcceptRepository(const TrustAnchorStore& anchor
       changes.push_back("head counter: " + std::to_string(r->head_counter) + " -> " +
                         std::to_string(now.head_counter));
     }
+    // Never lowered: what an older state lost keeps its numbers (see AnchorRecord).
+    now.highest_snapshot = std::max(now.highest_snapshot, r->highest_snapshot);
     now.locations = r->locations;
     if (std::find(now.locations.begin(), now.locations.end(), location) == now.locations.end()) {
       changes.push_back("location added: " + location);

@@ -28,6 +28,7 @@ struct TrustObservation {
   std::string encryption;                // EncryptionModeName
   std::string key_fingerprint;           // empty: not known yet (before unlocking)
   std::optional<uint64_t> head_counter;  // the catalog's checked head (0: none); nullopt: unread
+  uint64_t highest_snapshot = 0;         // the catalog's highest snapshot number (0: unread)
 };
 
 // Ok when `now` agrees with `known` (or nothing is known), else Corruption naming what changed

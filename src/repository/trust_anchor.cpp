@@ -126,6 +126,8 @@ std::string EncodeAnchor(const AnchorRecord& r) {
   out += "encryption " + r.encryption + "\n";
   out += "key_fingerprint " + r.key_fingerprint + "\n";
   out += "head_counter " + std::to_string(r.head_counter) + "\n";
+  if (r.highest_snapshot != 0)
+    out += "highest_snapshot " + std::to_string(r.highest_snapshot) + "\n";
   for (const std::string& l : r.locations)
     out += "location " + l + "\n";
   return out;
@@ -169,6 +171,10 @@ Status DecodeAnchorLine(const std::string& line, AnchorRecord& r, std::set<std::
     const std::optional<uint64_t> n = ParseDecimalU64(value);
     if (!n) return Status::Corruption("malformed head_counter '" + value + "'");
     r.head_counter = *n;
+  } else if (key == "highest_snapshot") {
+    const std::optional<uint64_t> n = ParseDecimalU64(value);
+    if (!n) return Status::Corruption("malformed highest_snapshot '" + value + "'");
+    r.highest_snapshot = *n;
   } else if (key == "location") {
     r.locations.push_back(value);
   } else {

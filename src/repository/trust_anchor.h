@@ -25,9 +25,13 @@ namespace wanbackup::pipeline {
 
 struct AnchorRecord {
   std::string repository_id;
-  std::string encryption;              // "passphrase", "keyfile" or "none" (EncryptionModeName)
-  std::string key_fingerprint;         // hex; see RepositoryKeyFingerprint (repository_trust.h)
-  uint64_t head_counter = 0;           // the highest head counter seen (0: never a head)
+  std::string encryption;       // "passphrase", "keyfile" or "none" (EncryptionModeName)
+  std::string key_fingerprint;  // hex; see RepositoryKeyFingerprint (repository_trust.h)
+  uint64_t head_counter = 0;    // the highest head counter seen (0: never a head)
+  // The highest snapshot number seen in a catalog checked against its head (0: none). Never
+  // lowered, not even by `trust`: a catalog that fell behind its packs must not give out again
+  // the number of a snapshot it lost, or two snapshots share it (round 6, W1, W2).
+  uint64_t highest_snapshot = 0;
   std::vector<std::string> locations;  // where it was opened (canonical paths)
 };
 

@@ -133,6 +133,27 @@ TEST_CASE("anchor file: encoded anchors decode, damaged ones are Corruption", "[
   std::string negative = EncodeAnchor(Known());
   negative.replace(negative.find("head_counter 5"), 14, "head_counter -5");
   CHECK_FALSE(DecodeAnchor(negative).ok());
+  // The highest snapshot number: written once there is one, and an anchor without it (written
+  // before it existed) decodes as 0.
+  CHECK(EncodeAnchor(Known()).find("highest_snapshot") == std::string::npos);
+  AnchorRecord high = Known();
+  high.highest_snapshot = 42;
+  auto again = DecodeAnchor(EncodeAnchor(high));
+  REQUIRE(again.ok());
+  CHECK(again->highest_snapshot == 42);
+  CHECK_FALSE(DecodeAnchor(EncodeAnchor(high) + "highest_snapshot 43\n").ok());
+}
+
+TEST_CASE("anchor rules: the highest snapshot number seen is raised, never lowered", "[anchor]") {
+  std::optional<AnchorRecord> known;
+  TrustObservation now = Now();
+  now.highest_snapshot = 7;
+  CHECK(RecordObservation(known, now));
+  REQUIRE(known);
+  CHECK(known->highest_snapshot == 7);
+  now.highest_snapshot = 3;  // a catalog that fell behind: its lost numbers stay taken
+  CHECK_FALSE(RecordObservation(known, now));
+  CHECK(known->highest_snapshot == 7);
 }
 
 TEST_CASE("anchor store: anchors are 0600 files in 0700 directories, found by location",
