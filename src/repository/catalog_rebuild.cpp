@@ -17,7 +17,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/text.h"
 #include "common/unique_fd.h"
+#include "common/units.h"
 #include "repository/head.h"
 #include "repository/pack_record.h"
 #include "repository/record.h"
@@ -422,10 +424,22 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
       report_.forgotten.push_back(entry.id);
       continue;
     }
-    if (!by_id.emplace(entry.id, &s).second) {
-      report_.problems.push_back("snapshot " + std::to_string(entry.id) +
-                                 " is sealed twice; the copy in pack " + s.where + " is left out");
+    const auto [kept, first] = by_id.emplace(entry.id, &s);
+    if (first) continue;
+    // Two sealed records under one number: a copy (a prune killed after it copied), or two
+    // snapshots that a catalog behind its packs numbered alike (round 6, W2). The one the
+    // newest head lists is the set as it was last left; otherwise the first written.
+    const Sealed* left_out = &s;
+    if (Listed(entry) && !Listed(HeadEntry{entry.id, kept->second->digest})) {
+      left_out = kept->second;
+      kept->second = &s;
     }
+    const auto& other = left_out->record.info;
+    report_.problems.push_back(
+        "snapshot " + std::to_string(entry.id) + " is sealed twice" +
+        (left_out->digest == kept->second->digest ? "" : ", as two different snapshots") +
+        "; the one in pack " + left_out->where + " (of " + EscapeForTerminal(other.source) +
+        ", taken " + LocalTime(other.started_unix_ms) + ") is left out");
   }
   for (const auto& [id, s] : by_id) {
     const size_t before = report_.snapshots.size();

@@ -507,7 +507,7 @@ TEST_CASE("storage attack: a pack replaced by a FIFO is refused at once, nothing
 // without any snapshot, which the client's anchor calls a rollback and the user accepts, as its
 // message offers (a client without an anchor would not even ask). Returns REPO/packs.
 std::string RepairWithoutPacks(const RepoCli& repo, const std::string& away) {
-  const std::string packs = repo.path() + "/packs";
+  std::string packs = repo.path() + "/packs";
   std::filesystem::rename(packs, away);
   REQUIRE(std::filesystem::create_directory(packs));
   std::filesystem::permissions(packs, std::filesystem::perms::owner_all);
@@ -558,15 +558,51 @@ TEST_CASE(
   repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
   repo.Ok({"snapshot", dir / "a.img"});
   const std::string packs = RepairWithoutPacks(repo, dir / "packs.away");
-  // The next snapshot gets number 1 again, as the lost one had.
+  // Before, the next snapshot got number 1 again, as the lost one had; the client's anchor
+  // remembers the numbers it saw (round 6, W2).
   repo.Ok({"snapshot", dir / "c.img"});
   const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
   REQUIRE(listed.size() == 1);
-  REQUIRE(listed[0]["id"] == 1);
+  CHECK(listed[0]["id"] == 2);
   // The old packs come back beside the new ones. Before, prune took snapshot 1's old pack for
   // what an interrupted run of "snapshot 1" left, and removed it.
   std::filesystem::copy(dir / "packs.away", packs, std::filesystem::copy_options::recursive);
   const auto before = TreeContents(packs);
   CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not know");
   CHECK(TreeContents(packs) == before);
+  // Repair brings back both, each under its own number (before: one was left out as "sealed
+  // twice").
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO(repair.err);
+  CHECK(repair.err.find("sealed twice") == std::string::npos);
+  repo.Ok({"prune"});
+  repo.Ok({"restore", "1", "--to", dir / "a-back.img"});
+  repo.Ok({"restore", "2", "--to", dir / "c-back.img"});
+  CHECK(SameFile(dir / "a-back.img", dir / "a.img"));
+  CHECK(SameFile(dir / "c-back.img", dir / "c.img"));
+}
+
+TEST_CASE(
+    "repair catalog: two snapshots under one number (a client without an anchor numbered one "
+    "again) keep the one the newest head lists, and the other is named",
+    "[trust]") {
+  TempDir dir("two-under-one");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  WriteNoiseImage(dir / "c.img", 3, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  const std::string packs = RepairWithoutPacks(repo, dir / "packs.away");
+  // Another client, with no anchor: it takes the rebuilt catalog as it is.
+  const std::map<std::string, std::string> fresh = {
+      {"WANBACKUP_SECURITY_DIR", dir / "other-client"}};
+  REQUIRE(repo.Wb({"snapshot", dir / "c.img"}, "", fresh).exit_code == 0);
+  std::filesystem::copy(dir / "packs.away", packs, std::filesystem::copy_options::recursive);
+  const RunResult repair = repo.Wb({"repair", "catalog"}, "", fresh);
+  INFO(repair.err);
+  CHECK(repair.err.find("snapshot 1 is sealed twice, as two different snapshots") !=
+        std::string::npos);
+  CHECK(repair.err.find("a.img") != std::string::npos);  // the one left out, by its source
+  REQUIRE(repo.Wb({"restore", "1", "--to", dir / "back.img"}, "", fresh).exit_code == 0);
+  CHECK(SameFile(dir / "back.img", dir / "c.img"));
 }
