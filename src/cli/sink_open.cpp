@@ -1,5 +1,6 @@
 #include "cli/sink_open.h"
 
+#include "cli/console.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/file_sink.h"
 
@@ -16,6 +17,7 @@ Result<OpenedSink> OpenSink(const std::string& spec, uint64_t image_size, Existi
     WB_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::FileSink> file,
                         pipeline::FileSink::Open(spec, options));
     opened.created = file->created();
+    if (!file->notice().empty()) PrintWarning(file->notice());
     opened.sink = std::move(file);
     return opened;
   }

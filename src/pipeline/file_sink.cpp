@@ -95,7 +95,7 @@ Status FileSink::OpenExisting(const struct stat& st, const FileSinkOptions& opti
   WB_RETURN_IF_ERROR(RefuseRenamedIn(st));
   regular_ = true;
   zeros_free_ = true;
-  return OpenReplacement();
+  return OpenReplacement(st);
 }
 
 // An existing regular file written where it is (a replica): the file opened is the one checked
@@ -231,7 +231,7 @@ void RemoveStaleTemporaries(int dir) {
 
 }  // namespace
 
-Status FileSink::OpenReplacement() {
+Status FileSink::OpenReplacement(const struct stat& replaced) {
   RemoveStaleTemporaries(dir_.get());
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temp_name_.clear();  // a name another file holds is never ours to remove
@@ -247,6 +247,30 @@ Status FileSink::OpenReplacement() {
     }
   }
   sync_dir_ = true;
+  return KeepOwner(replaced);
+}
+
+// Another user's file replaced whole (a VM image its service user owns): the new file gets its
+// owner, group and permissions, as a replica written in place keeps them, where only root or we
+// can change the directory. Where its owner can, the file stays ours and 0600 (they could have
+// put their file at a name root restores to, to be handed the disk), and the user hears so
+// (round 6, W3).
+Status FileSink::KeepOwner(const struct stat& replaced) {
+  if (replaced.st_uid == ::geteuid()) return Status::Ok();
+  struct stat dir {};
+  const bool ours_to_change = ::fstat(dir_.get(), &dir) == 0 && !OthersCanWrite(dir) &&
+                              !PathOthersRenameIn(name_, dir_path_);
+  if (ours_to_change && ::geteuid() == 0) {
+    if (::fchown(fd_, replaced.st_uid, replaced.st_gid) != 0 ||
+        ::fchmod(fd_, replaced.st_mode & 0777) != 0) {
+      return Status::FromErrno(errno, "giving the new " + name_ + " its owner's uid and mode");
+    }
+    return Status::Ok();
+  }
+  notice_ = name_ + " was a file of uid " + std::to_string(replaced.st_uid) +
+            "; it is replaced by a file of uid " + std::to_string(::geteuid()) +
+            ", mode 0600, since that user can change " + dir_path_ +
+            " (chown the file if they should read the disk)";
   return Status::Ok();
 }
 

@@ -47,6 +47,9 @@ class FileSink : public BlockSink {
   bool zeros_are_free() const override { return zeros_free_; }
   // True when Open created the file (it did not exist).
   bool created() const { return created_; }
+  // What the user should hear about how the file was written (another user's file replaced by
+  // one they cannot read), or "".
+  const std::string& notice() const { return notice_; }
   Status Write(uint64_t offset, const uint8_t* data, size_t length) override;
   Status Finish(uint64_t total_size) override;
 
@@ -54,7 +57,8 @@ class FileSink : public BlockSink {
   FileSink() = default;
   Status OpenBlockDevice(uint64_t expected_size);
   Status OpenInPlace();
-  Status OpenReplacement();
+  Status OpenReplacement(const struct stat& replaced);
+  Status KeepOwner(const struct stat& replaced);
   Status OpenStream();
   Status OpenExisting(const struct stat& st, const FileSinkOptions& options);
   Status RefuseRenamedIn(const struct stat& st) const;
@@ -77,6 +81,7 @@ class FileSink : public BlockSink {
   // looks like a restored or copied disk.
   bool remove_unfinished_ = false;
   bool sync_dir_ = false;  // a file this sink created or replaced: its directory synced by Finish
+  std::string notice_;
   std::string temp_name_;  // replacing a file: written here (in dir_), renamed over file_name_
   uint64_t position_ = 0;  // sequential sinks: the next offset expected
 };

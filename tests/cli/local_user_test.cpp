@@ -226,8 +226,29 @@ TEST_CASE(
     std::ofstream(their_file) << "theirs";
     return std::filesystem::exists(their_file);
   }));
-  repo.Ok({"restore", "1", "--to", their_file, "--force"});
+  const RunResult replaced = repo.Ok({"restore", "1", "--to", their_file, "--force"});
   CHECK(SameFile(their_file, image));
+  // Root's 0600 file now, since they could have put theirs at that name to be handed the disk;
+  // and said so (round 6, W3).
+  struct stat st {};
+  REQUIRE(::stat(their_file.c_str(), &st) == 0);
+  CHECK(st.st_uid == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(replaced.err.find(their_file + " was a file of uid " + std::to_string(kOtherUid)) !=
+        std::string::npos);
+  // Their file in root's own directory (a standby VM's image its service user owns): the new
+  // file keeps its owner, group and mode.
+  const std::string standby = dir / "standby.img";
+  std::ofstream(standby) << "old";
+  REQUIRE(::chown(standby.c_str(), kOtherUid, kOtherGid) == 0);
+  REQUIRE(::chmod(standby.c_str(), 0640) == 0);
+  const RunResult kept = repo.Ok({"restore", "1", "--to", standby, "--force"});
+  CHECK(SameFile(standby, image));
+  REQUIRE(::stat(standby.c_str(), &st) == 0);
+  CHECK(st.st_uid == kOtherUid);
+  CHECK(st.st_gid == kOtherGid);
+  CHECK((st.st_mode & 0777) == 0640);
+  CHECK(kept.err.find("was a file of uid") == std::string::npos);
 }
 
 }  // namespace
