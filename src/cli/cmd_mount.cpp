@@ -24,6 +24,7 @@
 #include "jobs/config.h"
 #include "mount/mount.h"
 #include "repository/trust_anchor.h"
+#include "store/s3_pack_store.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -171,7 +172,8 @@ Status RefuseMountpoint(pipeline::Repository& repo, const MountCommandOptions& o
        "the trust anchor directory " + pipeline::DefaultSecurityDir()}};
   for (const std::string& file : target.credential_files)
     if (!file.empty() && file != "-") hidden.emplace_back(file, "the credential file " + file);
-  for (const char* var : {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE"}) {
+  for (const char* var :
+       {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE", pipeline::kS3CredentialsFileEnv}) {
     if (const char* value = std::getenv(var); value != nullptr && *value != '\0') {
       hidden.emplace_back(value, std::string("the credential file ") + value);
     }

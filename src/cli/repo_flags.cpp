@@ -18,6 +18,7 @@
 #include "guard/write_guard.h"
 #include "repository/repository_trust.h"
 #include "repository/trust_anchor.h"
+#include "store/s3_pack_store.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -120,6 +121,12 @@ void AddRepoFlags(CLI::App* command, RepoFlags* flags) {
                    "default ~/.cache/wanbackup/ID, /var/cache/wanbackup/ID for root)")
       ->group(group);
   command
+      ->add_option("--s3-credentials-file", flags->s3_credentials_file,
+                   "S3 repositories: an AWS shared-credentials file (mode 0600) whose [default] "
+                   "profile holds the keys (or $WANBACKUP_S3_CREDENTIALS_FILE; else "
+                   "$AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY)")
+      ->group(group);
+  command
       ->add_option("--password-file", flags->password_file,
                    "file whose first line is the passphrase (or $WANBACKUP_PASSWORD_FILE; "
                    "$WANBACKUP_PASSWORD holds the passphrase itself; else it is asked for)")
@@ -157,6 +164,13 @@ Result<std::string> RepoPath(const RepoFlags& flags) {
   std::string path = EnvOr(flags.repo, "WANBACKUP_REPO");
   if (path.empty()) {
     return Status::InvalidArgument("no repository given: use --repo DIR or $WANBACKUP_REPO");
+  }
+  if (!flags.s3_credentials_file.empty()) {
+    if (!pipeline::IsS3Url(path)) {
+      return Status::InvalidArgument("--s3-credentials-file is for an s3: repository, and " + path +
+                                     " is a directory");
+    }
+    ::setenv(pipeline::kS3CredentialsFileEnv, flags.s3_credentials_file.c_str(), 1);
   }
   return path;
 }

@@ -30,6 +30,8 @@ struct RepoFlags {
   std::string key_file;
   // --cache-dir: where an S3 repository's catalog cache is (empty: pipeline::DefaultCacheDir).
   std::string cache_dir;
+  // --s3-credentials-file: an S3 repository's keys, in an AWS shared-credentials file.
+  std::string s3_credentials_file;
   std::string lock_wait = "0";  // --lock-wait: how long to wait for another command's lock
   std::string lock_wait_setting = "--lock-wait";  // where lock_wait came from (for messages)
   std::string command;                            // the verb, named in the lock's holder line
@@ -49,6 +51,9 @@ void AddRepoFlags(CLI::App* command, RepoFlags* flags);
 // `flags` with what the environment supplies where no flag was given. A flag beats any variable,
 // and a key file beats a passphrase file only when both come from the same place.
 RepoFlags WithEnvironment(RepoFlags flags);
+// The repository --repo or $WANBACKUP_REPO names. For an S3 repository it also puts
+// --s3-credentials-file where the S3 store looks ($WANBACKUP_S3_CREDENTIALS_FILE, a path): every
+// command finds its repository here first.
 Result<std::string> RepoPath(const RepoFlags& flags);
 
 // Reads a passphrase: `file`, else $`env_var`, else the terminal (asking twice when `confirm`).

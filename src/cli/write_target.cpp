@@ -16,6 +16,7 @@
 #include "guard/write_guard.h"
 #include "repository/repo_lock.h"
 #include "repository/trust_anchor.h"
+#include "store/s3_pack_store.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -202,8 +203,9 @@ guard::Identity StandardOutput() {
 // given (flags and environment), and the trust anchor directory (repository/trust_anchor.h).
 void AddClientFiles(const WriteTarget& target, std::vector<guard::Protected>* protect) {
   std::vector<std::string> files = target.credential_files;
-  for (const char* var : {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE",
-                          "WANBACKUP_NEW_PASSWORD_FILE", "WANBACKUP_CHAP_SECRET_FILE"}) {
+  for (const char* var :
+       {"WANBACKUP_KEY_FILE", "WANBACKUP_PASSWORD_FILE", "WANBACKUP_NEW_PASSWORD_FILE",
+        "WANBACKUP_CHAP_SECRET_FILE", pipeline::kS3CredentialsFileEnv}) {
     if (const char* value = std::getenv(var); value != nullptr && *value != '\0') {
       files.emplace_back(value);
     }

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "common/file_trust.h"
+#include "common/text.h"
 #include "store/internal/s3_client.h"
 
 namespace wanbackup::pipeline {
@@ -170,7 +174,78 @@ std::unique_ptr<PackStore> NewS3PackStoreOver(std::shared_ptr<S3Client> client) 
 }
 }  // namespace internal
 
+namespace {
+
+std::string Trimmed(std::string_view s) {
+  const size_t begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string_view::npos) return std::string();
+  const size_t end = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(begin, end - begin + 1));
+}
+
+}  // namespace
+
+Result<S3Credentials> S3CredentialsFromFile(const std::string& path) {
+  Result<std::string> read = ReadTrustedFile(path, TrustedFile::kSecret);
+  if (!read.ok()) return read.status().WithContext("S3 credentials file");
+  std::string text = std::move(*read);
+  S3Credentials c;
+  bool have_id = false, have_secret = false, in_default = true;
+  std::string error;
+  size_t line_no = 0;
+  for (size_t at = 0; at < text.size() && error.empty();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view raw(text.data() + at, end - at);
+    at = end + 1;
+    ++line_no;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    const std::string line = Trimmed(raw.substr(0, raw.find_first_of("#;")));
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      if (line.back() != ']') {
+        error = where + "a profile header without its ']'";
+      } else {
+        in_default = Trimmed(std::string_view(line).substr(1, line.size() - 2)) == "default";
+      }
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      error = where + "not 'key = value'";
+      continue;
+    }
+    if (!in_default) continue;
+    const std::string key = Trimmed(std::string_view(line).substr(0, eq));
+    const std::string value = Trimmed(std::string_view(line).substr(eq + 1));
+    if (key == "aws_access_key_id") {
+      c.access_key_id = value;
+      have_id = !value.empty();
+    } else if (key == "aws_secret_access_key") {
+      c.secret_access_key = Secret(value);
+      have_secret = !value.empty();
+    } else if (key == "region" || key == "aws_default_region") {
+      if (!value.empty()) c.region = value;
+    } else if (key != "aws_session_token") {
+      error = where + "unknown key '" + EscapeForTerminal(key) +
+              "' (aws_access_key_id, aws_secret_access_key, region)";
+    } else {
+      error = where + "aws_session_token: temporary credentials are not supported";
+    }
+  }
+  ::explicit_bzero(text.data(), text.size());  // the secret, before the buffer is freed
+  if (!error.empty()) return Status::InvalidArgument("S3 credentials file " + error);
+  if (!have_id || !have_secret) {
+    return Status::InvalidArgument("S3 credentials file " + path + ": no " +
+                                   (have_id ? "aws_secret_access_key" : "aws_access_key_id") +
+                                   " in its [default] profile");
+  }
+  return c;
+}
+
 Result<S3Credentials> S3CredentialsFromEnvironment() {
+  if (const char* file = std::getenv(kS3CredentialsFileEnv); file != nullptr && *file != '\0') {
+    return S3CredentialsFromFile(file);
+  }
   S3Credentials c;
   const char* id = std::getenv("AWS_ACCESS_KEY_ID");
   const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");

@@ -29,9 +29,23 @@ struct S3Credentials {
   std::string region = "us-east-1";
 };
 
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_DEFAULT_REGION (default us-east-1);
-// AuthFailed naming the missing variable.
+// Names the credentials file (S3CredentialsFromFile) that S3CredentialsFromEnvironment reads
+// before the AWS_* variables: a path, never the keys (the CLI's --s3-credentials-file and a job
+// config's s3_credentials_file set it for the process).
+inline constexpr const char kS3CredentialsFileEnv[] = "WANBACKUP_S3_CREDENTIALS_FILE";
+
+// The file $WANBACKUP_S3_CREDENTIALS_FILE names when it is set; else AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY and AWS_DEFAULT_REGION (default us-east-1). AuthFailed naming the
+// missing variable.
 Result<S3Credentials> S3CredentialsFromEnvironment();
+
+// An AWS shared-credentials file: `aws_access_key_id`, `aws_secret_access_key` and optionally
+// `region` (or `aws_default_region`), `key = value`, in its [default] profile or before any
+// profile; `#` and `;` start comments. Read as a secret file is (common/file_trust.h: root's or
+// yours, no access for group or others, in directories only root or you can change):
+// PermissionDenied otherwise. InvalidArgument naming the file and line for anything it cannot
+// use; the secret never appears in a message.
+Result<S3Credentials> S3CredentialsFromFile(const std::string& path);
 
 struct S3Options {
   std::string ca_file;           // TLS: this CA bundle instead of the system's store

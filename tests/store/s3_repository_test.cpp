@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <ctime>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -306,4 +307,47 @@ TEST_CASE(
   CHECK_THAT(pipeline::S3LockStaleReason(info, "h1", 1'000'060, false), Catch::Contains("gone"));
   CHECK_THAT(pipeline::S3LockStaleReason(info, "h2", 1'000'000 + 31 * 60, false),
              Catch::Contains("not refreshed for 31 minutes"));
+}
+
+TEST_CASE(
+    "s3 repository: keys from --s3-credentials-file with none in the environment, the file "
+    "refused when others can read it and never written over",
+    "[s3lab]") {
+  TempDir dir("s3cred-repo");
+  const S3Host a(dir, "a", NewRepoUrl());
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+  const std::string cred = dir / "s3.cred";
+  std::ofstream(cred) << "[default]\naws_access_key_id = " << lab.access_key
+                      << "\naws_secret_access_key = " << lab.secret << "\n";
+  REQUIRE(::chmod(cred.c_str(), 0600) == 0);
+  const std::map<std::string, std::string> no_keys = {{"AWS_ACCESS_KEY_ID", ""},
+                                                      {"AWS_SECRET_ACCESS_KEY", ""}};
+  CheckOneLineError(a.Wb({"init", "--key-file", a.key}, no_keys), 5,
+                    "AWS_ACCESS_KEY_ID is not set");
+  const std::vector<std::string> with_file = {"--s3-credentials-file", cred};
+  auto args = [&with_file](std::vector<std::string> v) {
+    v.insert(v.end(), with_file.begin(), with_file.end());
+    return v;
+  };
+  REQUIRE(a.Wb(args({"init", "--key-file", a.key}), no_keys).exit_code == 0);
+  WriteNoiseImage(dir / "disk.img", 31, 2);
+  REQUIRE(a.Wb(args({"snapshot", dir / "disk.img"}), no_keys).exit_code == 0);
+  REQUIRE(a.Wb(args({"restore", "latest", "--to", dir / "back.img"}), no_keys).exit_code == 0);
+  CHECK(SameFile(dir / "disk.img", dir / "back.img"));
+  // The variable names the file as well.
+  CHECK(a.Wb({"snapshots"}, {{"AWS_ACCESS_KEY_ID", ""},
+                             {"AWS_SECRET_ACCESS_KEY", ""},
+                             {"WANBACKUP_S3_CREDENTIALS_FILE", cred}})
+            .exit_code == 0);
+  // A credential file: restore never writes over it.
+  CheckOneLineError(a.Wb(args({"restore", "latest", "--to", cred, "--force"}), no_keys), 2,
+                    "credential file");
+  // Readable by others: refused before any request, one line, the keys never shown.
+  REQUIRE(::chmod(cred.c_str(), 0644) == 0);
+  const RunResult open = a.Wb(args({"snapshots"}), no_keys);
+  CheckOneLineError(open, 5, "S3 credentials file");
+  CHECK(open.err.find(lab.secret) == std::string::npos);
+  // Named for a directory repository: a mistake, said so.
+  CheckOneLineError(a.Wb(args({"snapshots", "--repo", dir.path()}), no_keys), 2,
+                    "--s3-credentials-file is for an s3: repository");
 }
