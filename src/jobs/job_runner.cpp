@@ -305,10 +305,34 @@ Status AddFailure(const Status& so_far, const Status& failed, const std::string&
   return Status(worse ? failed.code() : so_far.code(), message);
 }
 
+// Where the metrics go: a directory that exists, reached without another user's link.
+Status CheckMetricsPlace(const Config& config) {
+  if (!config.metrics_textfile.empty()) {
+    const std::string& file = config.metrics_textfile;
+    const size_t slash = file.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : file.substr(0, slash);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(config.path + ": [metrics] textfile: " + dir +
+                                     " does not exist or is not a directory (the run would "
+                                     "write no metrics)");
+    }
+    // Nothing is written through a link another user planted on the way.
+    WB_RETURN_IF_ERROR(
+        CheckMetricsTextfile(file).WithContext(config.path + ": [metrics] textfile"));
+  }
+  return Status::Ok();
+}
+
 // A repository that is not the one the config names (its pinned id, this client's trust
 // anchor, an unencrypted one not allowed) gets nothing written, not even the run's history.
+// Nor does a run whose metrics could not be written: monitoring would go stale without a word,
+// so it is refused before it starts, as its dry run is (round 7, X4).
 bool RefusedBeforeUse(const Context& ctx, JobOutcome* out) {
-  Status s = ctx.env.CheckRepositoryBeforeUse();
+  Status s = CheckMetricsPlace(ctx.config);
+  if (s.ok()) s = ctx.env.CheckRepositoryBeforeUse();
   if (s.ok()) return false;
   out->status = s.WithContext("job " + ctx.job.name);
   out->run.job = ctx.job.name;
@@ -381,23 +405,7 @@ JobOutcome RunJob(const Config& config, const JobConfig& job, JobEnvironment& en
 // tuning (as the snapshot step reads it) and where the metrics go.
 Status CheckAsTheRunWould(const Config& config, const JobConfig& job, JobEnvironment& env) {
   WB_RETURN_IF_ERROR(env.CheckTuning().WithContext("job " + job.name));
-  if (!config.metrics_textfile.empty()) {
-    const std::string& file = config.metrics_textfile;
-    const size_t slash = file.rfind('/');
-    const std::string dir = slash == std::string::npos ? "."
-                            : slash == 0               ? "/"
-                                                       : file.substr(0, slash);
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Status::InvalidArgument(config.path + ": [metrics] textfile: " + dir +
-                                     " does not exist or is not a directory (the run would "
-                                     "write no metrics)");
-    }
-    // The run writes nothing through a link another user planted on the way (it warns).
-    WB_RETURN_IF_ERROR(
-        CheckMetricsTextfile(file).WithContext(config.path + ": [metrics] textfile"));
-  }
-  return Status::Ok();
+  return CheckMetricsPlace(config);
 }
 
 Result<std::vector<std::string>> PlanJob(const Config& config, const JobConfig& job,

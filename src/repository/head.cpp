@@ -155,6 +155,11 @@ Result<int64_t> CatalogHighestSnapshotId(catalog::Catalog& cat) {
   return highest;
 }
 
+Result<int64_t> CatalogHighestListedId(catalog::Catalog& cat) {
+  WB_ASSIGN_OR_RETURN(const std::vector<HeadEntry> set, CatalogSnapshotSet(cat));
+  return set.empty() ? 0 : set.back().id;  // ascending
+}
+
 Status RaiseCatalogSnapshotIdFloor(catalog::Catalog& cat, int64_t highest) {
   WB_ASSIGN_OR_RETURN(const int64_t now, CatalogHighestSnapshotId(cat));
   if (highest <= now) return Status::Ok();

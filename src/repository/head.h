@@ -52,6 +52,10 @@ Status RecordHead(catalog::Catalog& cat, const HeadRecord& head, const Digest& d
 // The highest snapshot number the catalog gave out: its rows (complete, failed or running) and
 // the floor that forget and a rebuild keep (catalog.h, kSnapshotIdFloor).
 Result<int64_t> CatalogHighestSnapshotId(catalog::Catalog& cat);
+// The highest number among the catalog's complete snapshots (0: none): after
+// CheckCatalogAgainstHead, the newest head's, which is sealed. What a trust anchor may learn
+// (round 7, X3: the catalog's own floor is not authenticated).
+Result<int64_t> CatalogHighestListedId(catalog::Catalog& cat);
 // Makes the catalog give out numbers above `highest` from now on (a no-op when it already does).
 Status RaiseCatalogSnapshotIdFloor(catalog::Catalog& cat, int64_t highest);
 // Checks that the catalog lists exactly the snapshots its newest head lists; returns that head's

@@ -43,6 +43,8 @@ class Pruner {
   Result<PruneReport> Run();
 
  private:
+  Status FindOrphans();
+  Status RefuseUnlisted();
   Status RemoveOrphans();
   Status MarkLive();
   Status Measure(std::vector<PackUsage>* usage);
@@ -58,6 +60,7 @@ class Pruner {
   PruneReport report_;
   std::map<int64_t, catalog::PackInfo> packs_;        // the catalog's
   std::unordered_map<std::string, uint64_t> stored_;  // name -> size in the store
+  std::vector<StoredPack> orphans_;                   // in the store, named by nothing
   std::vector<bool> live_;                            // by chunk id
   std::unique_ptr<catalog::Catalog::Transaction> txn_;
   std::unique_ptr<PackWriter> writer_;
@@ -83,29 +86,31 @@ std::optional<SnapshotRecord> OpenSnapshotRecord(const PackReader& reader, Recor
   return std::move(*r);
 }
 
-// A sealed snapshot record found in a pack the catalog does not name.
-struct OrphanSnapshot {
+// A sealed snapshot record that no snapshot of the catalog lists: in a pack the catalog does not
+// name, in bytes past what it names of a pack, or indexed but no snapshot's.
+struct UnlistedSnapshot {
   std::string pack;
   Digest digest{};
   SnapshotRecord record;
 };
 
-// The sealed snapshot records of this repository in `pack`, read in order up to the first torn
-// or damaged record (a rebuild looks further; this only has to see what a run wrote whole).
-Status SealedSnapshotsIn(Repository& repo, RecordCodec& codec, const StoredPack& pack,
-                         std::vector<OrphanSnapshot>* found) {
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, repo.packs().Open(pack.name));
+// The sealed snapshot records of this repository in `pack` from `offset` (a record boundary) to
+// `size`, read in order up to the first torn or damaged record (a rebuild looks further; this
+// only has to see what a run wrote whole).
+Status SealedSnapshotsIn(Repository& repo, RecordCodec& codec, const std::string& pack,
+                         uint64_t offset, uint64_t size, std::vector<UnlistedSnapshot>* found) {
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, repo.packs().Open(pack));
   // Not this repository's pack (or no pack at all): it holds none of its snapshots.
-  if (!CheckPackHeader(*reader, repo.config().id, pack.name).ok()) return Status::Ok();
-  for (uint64_t offset = kPackHeaderSize; offset + kRecordHeaderSize <= pack.size;) {
+  if (!CheckPackHeader(*reader, repo.config().id, pack).ok()) return Status::Ok();
+  for (offset = std::max<uint64_t>(offset, kPackHeaderSize); offset + kRecordHeaderSize <= size;) {
     uint8_t bytes[kRecordHeaderSize];
     WB_RETURN_IF_ERROR(reader->ReadAt(offset, bytes, sizeof bytes));
     Result<RecordHeader> h = ParseRecordHeader(bytes);
-    if (!h.ok() || offset + kRecordHeaderSize + h->stored_size > pack.size) break;
+    if (!h.ok() || offset + kRecordHeaderSize + h->stored_size > size) break;
     if (h->kind == RecordKind::kSnapshot) {
       std::optional<SnapshotRecord> r = OpenSnapshotRecord(*reader, codec, offset, *h);
       if (r && r->repository_id == repo.config().id) {
-        found->push_back(OrphanSnapshot{pack.name, h->digest, std::move(*r)});
+        found->push_back(UnlistedSnapshot{pack, h->digest, std::move(*r)});
       }
     }
     offset += kRecordHeaderSize + h->stored_size;
@@ -128,46 +133,7 @@ Result<std::set<Digest>> ForgottenRecords(Repository& repo, RecordCodec& codec) 
   return forgotten;
 }
 
-// A pack the catalog does not name is what an interrupted run left, unless it holds the sealed
-// record of a snapshot the catalog does not know: then the catalog is behind the packs (put back
-// from an older copy, rebuilt while the packs' disk was not mounted) and removing the pack would
-// lose a snapshot that `repair catalog` brings back (round 4, U4). A snapshot is known when the
-// catalog indexes its sealed record elsewhere, has the run that sealed it (same number, same
-// start: a run killed before its commit), or a forget record names it. Not by number alone: a
-// catalog behind its packs gives the numbers of the snapshots it lost to new ones (round 6, W1).
-Status RefuseUnknownSnapshots(Repository& repo, RecordCodec& codec,
-                              const std::vector<OrphanSnapshot>& found) {
-  if (found.empty()) return Status::Ok();
-  catalog::Catalog& cat = repo.catalog();
-  WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> rows, cat.Snapshots(true));
-  std::map<int64_t, const catalog::SnapshotInfo*> by_id;
-  for (const catalog::SnapshotInfo& row : rows)
-    by_id[row.id] = &row;
-  std::optional<std::set<Digest>> forgotten;
-  for (const OrphanSnapshot& o : found) {
-    WB_ASSIGN_OR_RETURN(const std::optional<int64_t> indexed, cat.FindChunk(o.digest));
-    if (indexed) continue;
-    const catalog::SnapshotInfo& sealed = o.record.info;
-    const auto row = by_id.find(sealed.id);
-    if (row != by_id.end() && row->second->started_unix_ms == sealed.started_unix_ms &&
-        row->second->source == sealed.source) {
-      continue;
-    }
-    if (!forgotten) {
-      WB_ASSIGN_OR_RETURN(forgotten, ForgottenRecords(repo, codec));
-    }
-    if (forgotten->count(o.digest) != 0) continue;
-    return Status::Corruption(
-        "pack " + repo.packs().Describe(o.pack) + " holds a snapshot " + std::to_string(sealed.id) +
-        " of " + EscapeForTerminal(sealed.source) + " taken " + LocalTime(sealed.started_unix_ms) +
-        " that the catalog does not know: the catalog is behind the packs (an older copy, or "
-        "rebuilt while packs were missing); prune changed nothing; run 'wanbackup repair "
-        "catalog' first");
-  }
-  return Status::Ok();
-}
-
-Status Pruner::RemoveOrphans() {
+Status Pruner::FindOrphans() {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, cat_.Packs());
   for (const catalog::PackInfo& p : packs)
     packs_[p.id] = p;
@@ -175,29 +141,79 @@ Status Pruner::RemoveOrphans() {
   for (const auto& [id, p] : packs_)
     named[p.name] = id;
   WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, repo_.packs().List());
-  std::vector<StoredPack> orphans;
   for (const StoredPack& s : stored) {
     if (named.count(s.name) != 0) {
       stored_[s.name] = s.size;
     } else {
-      orphans.push_back(s);
+      orphans_.push_back(s);
     }
   }
-  // Every orphan is looked at before the first is removed: a refusal changes nothing.
-  std::vector<OrphanSnapshot> sealed;
-  for (const StoredPack& s : orphans)
-    WB_RETURN_IF_ERROR(SealedSnapshotsIn(repo_, codec_, s, &sealed));
-  WB_RETURN_IF_ERROR(RefuseUnknownSnapshots(repo_, codec_, sealed));
-  for (const StoredPack& s : orphans) {
+  for (const auto& [id, p] : packs_) {
+    if (stored_.count(p.name) == 0) report_.missing_packs.push_back(p.name);
+  }
+  return Status::Ok();
+}
+
+// Prune removes no sealed snapshot that no forget record names (rounds 4, 6 and 7: U4, W1, X1,
+// X2). What it removes or drops as unused (a pack the catalog does not name, the bytes of a pack
+// past what the catalog names, an indexed record no snapshot lists) may hold one: a snapshot a
+// catalog behind its packs does not list (an older copy put back, a rebuild while packs were
+// missing, a copy taken while the snapshot ran), one `repair catalog` left out because another
+// has its number, or one killed after it was sealed and before its commit (whole: repair keeps
+// it). The catalog cannot tell these apart, so each stops prune before anything changes.
+Status Pruner::RefuseUnlisted() {
+  std::vector<UnlistedSnapshot> found;
+  for (const StoredPack& s : orphans_)
+    WB_RETURN_IF_ERROR(SealedSnapshotsIn(repo_, codec_, s.name, 0, s.size, &found));
+  for (const auto& [id, p] : packs_) {
+    const auto stored = stored_.find(p.name);
+    if (stored != stored_.end() && stored->second > p.size) {
+      WB_RETURN_IF_ERROR(SealedSnapshotsIn(repo_, codec_, p.name, p.size, stored->second, &found));
+    }
+  }
+  // Of what the packs hold, a record the catalog indexes is judged as indexed, below.
+  std::vector<UnlistedSnapshot> unlisted;
+  for (UnlistedSnapshot& u : found) {
+    WB_ASSIGN_OR_RETURN(const std::optional<int64_t> indexed, cat_.FindChunk(u.digest));
+    if (!indexed) unlisted.push_back(std::move(u));
+  }
+  WB_RETURN_IF_ERROR(cat_.ForEachChunk([&](const catalog::ChunkRecord& c) -> Status {
+    if (c.kind != catalog::ChunkKind::kSnapshotRecord || live_[static_cast<size_t>(c.id)]) {
+      return Status::Ok();
+    }
+    WB_ASSIGN_OR_RETURN(
+        std::vector<uint8_t> plain,
+        LoadRecord(repo_, codec_, c, RecordKind::kSnapshot, kMaxSnapshotRecordSize));
+    WB_ASSIGN_OR_RETURN(SnapshotRecord r, DecodeSnapshotRecord(plain.data(), plain.size()));
+    const auto pack = packs_.find(c.pack_id);
+    unlisted.push_back(
+        UnlistedSnapshot{pack != packs_.end() ? pack->second.name : "?", c.digest, std::move(r)});
+    return Status::Ok();
+  }));
+  if (unlisted.empty()) return Status::Ok();
+  WB_ASSIGN_OR_RETURN(const std::set<Digest> forgotten, ForgottenRecords(repo_, codec_));
+  for (const UnlistedSnapshot& u : unlisted) {
+    if (forgotten.count(u.digest) != 0) continue;
+    const catalog::SnapshotInfo& sealed = u.record.info;
+    return Status::Corruption(
+        "pack " + repo_.packs().Describe(u.pack) + " holds a snapshot " +
+        std::to_string(sealed.id) + " of " + EscapeForTerminal(sealed.source) + " taken " +
+        LocalTime(sealed.started_unix_ms) +
+        " that the catalog does not list and no forget record names (a catalog behind its "
+        "packs, or a snapshot killed just before its commit); prune changed nothing; run "
+        "'wanbackup repair catalog' first, and keep that pack if repair leaves the snapshot out");
+  }
+  return Status::Ok();
+}
+
+Status Pruner::RemoveOrphans() {
+  for (const StoredPack& s : orphans_) {
     ++report_.orphan_packs;
     report_.orphan_bytes += s.size;
     if (!options_.dry_run) {
       WB_RETURN_IF_ERROR(repo_.packs().Remove(s.name));
       WB_FAILPOINT("prune.after-orphan-remove");
     }
-  }
-  for (const auto& [id, p] : packs_) {
-    if (stored_.count(p.name) == 0) report_.missing_packs.push_back(p.name);
   }
   return Status::Ok();
 }
@@ -382,8 +398,10 @@ Result<PruneReport> Pruner::Run() {
     WB_ASSIGN_OR_RETURN(report_.abandoned_runs, cat_.AbandonRunningSnapshots());
     WB_RETURN_IF_ERROR(txn->Commit());
   }
-  WB_RETURN_IF_ERROR(RemoveOrphans());
+  WB_RETURN_IF_ERROR(FindOrphans());
   WB_RETURN_IF_ERROR(MarkLive());
+  WB_RETURN_IF_ERROR(RefuseUnlisted());
+  WB_RETURN_IF_ERROR(RemoveOrphans());
   std::vector<PackUsage> usage;
   WB_RETURN_IF_ERROR(Measure(&usage));
   const PrunePlan plan = PlanPrune(usage, options_.max_unused);

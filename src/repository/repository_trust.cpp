@@ -134,14 +134,17 @@ Status CheckOpenedRepository(const TrustAnchorStore& anchors, Repository& repo,
   } else if (check_head) {
     WB_ASSIGN_OR_RETURN(const uint64_t counter, CheckCatalogAgainstHead(repo));
     now.head_counter = counter;
-    WB_ASSIGN_OR_RETURN(const int64_t highest, CatalogHighestSnapshotId(repo.catalog()));
+    WB_ASSIGN_OR_RETURN(const int64_t highest, CatalogHighestListedId(repo.catalog()));
     now.highest_snapshot = static_cast<uint64_t>(highest);
   }
   WB_RETURN_IF_ERROR(CheckAgainstAnchor(known, std::nullopt, now));
   // A catalog behind what this client saw (rebuilt without some packs, or an older state
   // accepted with `trust`): the numbers of the snapshots it lost are not given out again, so a
   // returning pack's snapshot never shares its number with a new one (round 6, W1, W2).
-  if (check_head && known && known->highest_snapshot > now.highest_snapshot && repo.writable()) {
+  // Bounded: a number no repository reaches is a damaged anchor, never a floor (round 7, X3).
+  constexpr uint64_t kMostSnapshots = 1ull << 48;
+  if (check_head && known && known->highest_snapshot > now.highest_snapshot &&
+      known->highest_snapshot < kMostSnapshots && repo.writable()) {
     WB_RETURN_IF_ERROR(
         RaiseCatalogSnapshotIdFloor(repo.catalog(), static_cast<int64_t>(known->highest_snapshot)));
   }
@@ -153,7 +156,7 @@ Status CheckOpenedRepository(const TrustAnchorStore& anchors, Repository& repo,
     // points to.
     uint64_t highest = 0;
     if (at->has_catalog()) {
-      const Result<int64_t> h = CatalogHighestSnapshotId(at->catalog());
+      const Result<int64_t> h = CatalogHighestListedId(at->catalog());
       if (h.ok()) highest = static_cast<uint64_t>(*h);
     }
     (void)anchors.Update(id, [counter, highest](std::optional<AnchorRecord>& r) {
@@ -211,7 +214,7 @@ Result<std::vector<std::string>> AcceptRepository(const TrustAnchorStore& anchor
   now.encryption = EncryptionModeName(repo.config().mode);
   now.key_fingerprint = RepositoryKeyFingerprint(repo.keys());
   now.head_counter = counter;
-  WB_ASSIGN_OR_RETURN(const int64_t highest, CatalogHighestSnapshotId(repo.catalog()));
+  WB_ASSIGN_OR_RETURN(const int64_t highest, CatalogHighestListedId(repo.catalog()));
   now.highest_snapshot = static_cast<uint64_t>(highest);
   WB_RETURN_IF_ERROR(anchors.Update(id, [&](std::optional<AnchorRecord>& r) {
     if (!r) {

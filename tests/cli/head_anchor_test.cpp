@@ -547,3 +547,31 @@ TEST_CASE("head: a snapshot an older wanbackup took after heads existed is kept 
   CHECK(SameFile(dir / "out.img", dir / "c.img"));
   repo.Ok({"verify"});
 }
+
+TEST_CASE(
+    "anchor: a forged snapshot number floor in the catalog is not learned by a read, and a "
+    "repair ends it",
+    "[head]") {
+  TempDir dir("forged-floor");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 2);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  // Whoever can write the storage sets the floor to the largest number there is.
+  Sql(repo.catalog(),
+      "INSERT OR REPLACE INTO settings(key, value) VALUES('snapshot_id_floor', "
+      "'9223372036854775807')");
+  repo.Ok({"snapshots"});
+  // The anchor learned the sealed head's numbers only (before: that one, never lowered, so
+  // every snapshot of this client failed from then on; round 7, X3).
+  const std::string anchors = std::getenv("WANBACKUP_SECURITY_DIR");
+  const std::string anchor = ReadText(anchors + "/" + RepositoryId(repo.path()) + "/anchor");
+  CHECK(anchor.find("9223372036854775807") == std::string::npos);
+  CHECK(anchor.find("highest_snapshot 1\n") != std::string::npos);
+  // The catalog's own floor is storage the attacker wrote: a repair rebuilds it from the packs.
+  repo.Ok({"repair", "catalog"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[1]["id"] == 2);
+}
