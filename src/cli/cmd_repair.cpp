@@ -61,6 +61,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                         {"new_head", r.new_head},
                         {"lost", r.lost},
                         {"unlisted", r.unlisted},
+                        {"renumbered", r.renumbered},
                         {"old_catalog", r.old_catalog},
                         {"seconds", seconds}};
     OutputJson(j, 2);
@@ -68,6 +69,8 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
   }
   for (const std::string& p : r.problems)
     PrintWarning(p);
+  for (const std::string& line : r.renumbered)
+    PrintWarning(line);
   const std::string ids = IdList(r.snapshots);
   PrintInfo("rebuilt the catalog from " + std::to_string(r.packs) + " packs in " +
             FormatDuration(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -95,6 +96,8 @@ class Rebuilder {
     std::string where;
     SnapshotRecord record;
   };
+  // A snapshot that shares its number with another, sealed again under a new one.
+  Status Renumber(const Sealed& s, std::vector<HeadEntry>* rebuilt);
   std::vector<Sealed> sealed_;                         // in pack order
   std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
   int64_t max_id_ = 0;                                 // largest snapshot id seen
@@ -416,6 +419,7 @@ bool Rebuilder::Listed(const HeadEntry& e) const {
 // before heads, or killed before its commit) is kept: SettleHead seals a head listing it.
 Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
   std::map<int64_t, const Sealed*> by_id;
+  std::vector<const Sealed*> renumber;
   for (const Sealed& s : sealed_) {
     const HeadEntry entry{s.record.info.id, s.digest};
     // A cache follows the newest head alone: what it does not list is 'repair catalog''s.
@@ -434,6 +438,12 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
       left_out = kept->second;
       kept->second = &s;
     }
+    // Two snapshots: the other one gets a number of its own (round 7, X1). A cache only
+    // follows the head; `repair catalog` renumbers.
+    if (left_out->digest != kept->second->digest && !options_.cache) {
+      renumber.push_back(left_out);
+      continue;
+    }
     const auto& other = left_out->record.info;
     report_.problems.push_back(
         "snapshot " + std::to_string(entry.id) + " is sealed twice" +
@@ -449,6 +459,68 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
     rebuilt->push_back(entry);
     if (head_ && !Listed(entry)) report_.unlisted.push_back(id);
   }
+  for (const Sealed* s : renumber)
+    WB_RETURN_IF_ERROR(Renumber(*s, rebuilt));
+  return Status::Ok();
+}
+
+// Seals `s` again as a new snapshot above every number in the packs, with a forget record for
+// the old record (so that prune may drop it, and a later rebuild leaves it out), both in a pack
+// of their own made durable before the catalog commits; the snapshot is rebuilt under its new
+// number. Its chunks and map segments are the old record's.
+Status Rebuilder::Renumber(const Sealed& s, std::vector<HeadEntry>* rebuilt) {
+  SnapshotRecord moved = s.record;
+  moved.info.id = ++max_id_;
+  WB_ASSIGN_OR_RETURN(const std::string plain, EncodeSnapshotRecord(moved));
+  ForgetRecord old;
+  old.repository_id = repo_.config().id;
+  old.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  old.snapshots.push_back(ForgottenSnapshot{s.record.info.id, s.digest});
+  const std::string forget = EncodeForgetRecord(old);
+  RecordCodec codec(repo_.keys(), repo_.config().zstd_level);
+  std::vector<uint8_t> sealed_record, sealed_forget;
+  const Digest record_digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()),
+                                               plain.size(), RecordKind::kSnapshot, &sealed_record);
+  const Digest forget_digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(forget.data()),
+                                               forget.size(), RecordKind::kForget, &sealed_forget);
+  std::string name;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo_.NewPackFile(&name));
+  WB_ASSIGN_OR_RETURN(const uint64_t record_at,
+                      pack->Append(sealed_record.data(), sealed_record.size()));
+  WB_ASSIGN_OR_RETURN(const uint64_t forget_at,
+                      pack->Append(sealed_forget.data(), sealed_forget.size()));
+  WB_RETURN_IF_ERROR(pack->Sync());
+  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
+  WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
+  const auto add = [&](catalog::ChunkKind kind, const Digest& digest, uint64_t offset,
+                       size_t stored, size_t raw) {
+    catalog::ChunkRecord c;
+    c.kind = kind;
+    c.digest = digest;
+    c.pack_id = pack_id;
+    c.offset = offset;
+    c.stored_size = static_cast<uint32_t>(stored - kRecordHeaderSize);
+    c.raw_size = static_cast<uint32_t>(raw);
+    return catalog_->AddChunk(c);
+  };
+  WB_ASSIGN_OR_RETURN(const int64_t record_row,
+                      add(catalog::ChunkKind::kSnapshotRecord, record_digest, record_at,
+                          sealed_record.size(), plain.size()));
+  WB_RETURN_IF_ERROR(add(catalog::ChunkKind::kForgetRecord, forget_digest, forget_at,
+                         sealed_forget.size(), forget.size())
+                         .status());
+  const size_t before = report_.snapshots.size();
+  WB_RETURN_IF_ERROR(AddSnapshot(record_row, moved));
+  const catalog::SnapshotInfo& info = moved.info;
+  if (report_.snapshots.size() == before) return Status::Ok();  // its chunks are missing: said
+  rebuilt->push_back(HeadEntry{info.id, record_digest});
+  report_.renumbered.push_back("snapshot " + std::to_string(s.record.info.id) + " of " +
+                               EscapeForTerminal(info.source) + " taken " +
+                               LocalTime(info.started_unix_ms) +
+                               " shared its number with another snapshot; it is snapshot " +
+                               std::to_string(info.id) + " from now on");
   return Status::Ok();
 }
 

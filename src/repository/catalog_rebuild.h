@@ -41,7 +41,10 @@ struct RebuildReport {
   std::vector<int64_t> lost;
   std::vector<int64_t> unlisted;
   std::vector<std::string> problems;  // one line each: what was left out and why
-  std::string old_catalog;            // where the replaced catalog was kept ("" if none)
+  // Snapshots that shared their number with another (a catalog behind its packs numbered a new
+  // one alike): sealed again under a new number, the old record forgotten; one line each.
+  std::vector<std::string> renumbered;
+  std::string old_catalog;  // where the replaced catalog was kept ("" if none)
   bool complete() const { return damaged_records == 0 && problems.empty() && lost.empty(); }
 };
 
