@@ -14,88 +14,28 @@
 
 #include "repository/s3_lock.h"
 #include "store/internal/s3_client.h"
+#include "store/s3_host.h"
 #include "store/s3_lab.h"
 #include "support/repo_cli.h"
 
 using namespace wanbackup;
 using wanbackup::testing::CheckOneLineError;
-using wanbackup::testing::Local;
-using wanbackup::testing::RunOptions;
+using wanbackup::testing::NewS3RepoUrl;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::S3Host;
+using wanbackup::testing::S3ObjectsAt;
 using wanbackup::testing::SameFile;
 using wanbackup::testing::TempDir;
 using wanbackup::testing::WriteNoiseImage;
 
-namespace {
-
-// One host using the S3 repository at `url`: its own catalog cache and trust anchors, the
-// repository's key file shared by every host.
-struct S3Host {
-  S3Host(const TempDir& dir, const std::string& name, std::string repo_url)
-      : cache(dir / (name + "-cache")),
-        security(dir / (name + "-security")),
-        key(dir / "repo.key"),
-        url(std::move(repo_url)) {}
-
-  RunResult Wb(std::vector<std::string> args,
-               const std::map<std::string, std::string>& env = {}) const {
-    RunOptions o;
-    const testing::S3Lab& lab = testing::S3Lab::Get();
-    o.env = {{"AWS_ACCESS_KEY_ID", lab.access_key},
-             {"AWS_SECRET_ACCESS_KEY", lab.secret},
-             {"WANBACKUP_REPO", url},
-             {"WANBACKUP_KEY_FILE", key},
-             {"WANBACKUP_CACHE_DIR", cache},
-             {"WANBACKUP_SECURITY_DIR", security}};
-    for (const auto& [k, v] : env)
-      o.env[k] = v;
-    o.timeout = std::chrono::seconds(120);
-    return Local(std::move(args), o);
-  }
-  RunResult Ok(std::vector<std::string> args) const {
-    RunResult r = Wb(args);
-    INFO("wanbackup " << args.front() << ": exit " << r.exit_code << "\nstdout: " << r.out
-                      << "\nstderr: " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return r;
-  }
-  size_t SnapshotCount() const {
-    return nlohmann::json::parse(Ok({"snapshots", "--json"}).out).size();
-  }
-
-  std::string cache, security, key, url;
-};
-
-std::string NewRepoUrl() {
-  return testing::S3Lab::Get().NewLocation().ToString();
-}
-
-// Every object under the location's prefix, with its size: equal before and after = nothing
-// was written.
-std::map<std::string, uint64_t> ObjectsAt(const std::string& url) {
-  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
-  REQUIRE(loc.ok());
-  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
-      pipeline::internal::S3Client::Create(*loc, testing::S3Lab::Get().Credentials(), {});
-  REQUIRE(client.ok());
-  Result<std::vector<pipeline::internal::S3ListedObject>> listed = (*client)->List(loc->Key(""));
-  REQUIRE(listed.ok());
-  std::map<std::string, uint64_t> out;
-  for (const auto& o : *listed)
-    out[o.key] = o.size;
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across the WAN", "[s3lab]") {
   TempDir dir("s3repo");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   a.Ok({"init", "--key-file", a.key});
   // A second init finds config.json and changes nothing.
-  const std::map<std::string, uint64_t> before = ObjectsAt(a.url);
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
   CheckOneLineError(a.Wb({"init", "--key-file", a.key}), 2, "already holds a repository");
-  CHECK(ObjectsAt(a.url) == before);
+  CHECK(S3ObjectsAt(a.url) == before);
 
   WriteNoiseImage(dir / "disk.img", 7, 2);
   a.Ok({"snapshot", dir / "disk.img"});
@@ -108,7 +48,7 @@ TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across th
   REQUIRE(::stat(a.cache.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0700);
   CHECK(::stat((a.cache + "/catalog.db").c_str(), &st) == 0);
-  for (const auto& [key, size] : ObjectsAt(a.url)) {
+  for (const auto& [key, size] : S3ObjectsAt(a.url)) {
     INFO(key);
     CHECK((key.ends_with("/config.json") || key.find("/packs/") != std::string::npos));
   }
@@ -119,7 +59,7 @@ TEST_CASE(
     "catches up with the other's snapshots",
     "[s3lab]") {
   TempDir dir("s3repo2");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   const S3Host b(dir, "b", a.url);
   a.Ok({"init", "--key-file", a.key});
   WriteNoiseImage(dir / "one.img", 11, 2);
@@ -148,10 +88,10 @@ TEST_CASE(
     "fail with one line and change nothing",
     "[s3lab]") {
   TempDir dir("s3repo3");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   a.Ok({"init", "--key-file", a.key});
   WriteNoiseImage(dir / "disk.img", 5, 2);
-  const std::map<std::string, uint64_t> before = ObjectsAt(a.url);
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
   const testing::S3Lab& lab = testing::S3Lab::Get();
 
   const RunResult wrong = a.Wb({"snapshot", dir / "disk.img"},
@@ -169,7 +109,7 @@ TEST_CASE(
   CheckOneLineError(a.Wb({"snapshots"}, {{"WANBACKUP_REPO", "s3:ftp://198.18.0.2/b"}}), 2, "s3:");
   CheckOneLineError(a.Wb({"init"}, {{"WANBACKUP_REPO", "s3:http://198.18.0.2:7480/B_ad"}}), 2,
                     "bucket");
-  CHECK(ObjectsAt(a.url) == before);
+  CHECK(S3ObjectsAt(a.url) == before);
 
   // A cache directory another user could change is refused (it is written by readers too).
   a.Ok({"snapshots"});
@@ -204,7 +144,7 @@ void PlantLock(const std::string& url, const std::string& kind, int64_t age_s) {
 
 size_t PackCount(const std::string& url) {
   size_t n = 0;
-  for (const auto& [key, size] : ObjectsAt(url))
+  for (const auto& [key, size] : S3ObjectsAt(url))
     n += key.find("/packs/") != std::string::npos ? 1 : 0;
   return n;
 }
@@ -216,7 +156,7 @@ TEST_CASE(
     "removed, and forget and prune keep what is kept",
     "[s3lab]") {
   TempDir dir("s3repo4");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   const S3Host b(dir, "b", a.url);
   a.Ok({"init", "--key-file", a.key});
   WriteNoiseImage(dir / "one.img", 21, 2);
@@ -242,7 +182,7 @@ TEST_CASE(
   CHECK(PackCount(a.url) < packs_before);  // snapshot 1's pack held nothing live
   CHECK(a.SnapshotCount() == 1);
   // No lock object is left behind by the commands that ended.
-  for (const auto& [key, size] : ObjectsAt(a.url))
+  for (const auto& [key, size] : S3ObjectsAt(a.url))
     CHECK(key.find("/locks/") == std::string::npos);
   // A host whose cache still names the removed pack refreshes, and restores what is kept.
   CHECK(b.SnapshotCount() == 1);
@@ -256,7 +196,7 @@ TEST_CASE(
     "to each snapshot",
     "[s3lab]") {
   TempDir dir("s3repo5");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   a.Ok({"init", "--key-file", a.key});
   // Two snapshots of one source (a replica holds one series), and each version kept aside.
   WriteNoiseImage(dir / "one.img", 31, 2);
