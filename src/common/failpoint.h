@@ -5,8 +5,9 @@
 // caller fails as if the system call there had failed with EIO (points: pack.fdatasync,
 // catalog.begin, catalog.commit, restore.before-rename). With WANBACKUP_PAUSE=<name>[:<n>],
 // WB_PAUSEPOINT(name) stops the process with SIGSTOP the n-th time it is passed, so that a test
-// can change the repository at that instant and let it go on with SIGCONT (point:
-// restore.after-check, between restore's check of the catalog and its first write). Free when
+// can change the repository at that instant and let it go on with SIGCONT (points:
+// restore.after-check, between restore's check of the catalog and its first write;
+// snapshot.before-pack-sync, before a pack is made durable, on S3 its upload). Free when
 // the variables are unset. Thread-safe.
 #pragma once
 
