@@ -452,3 +452,42 @@ TEST_CASE(
   CheckKeptRestore(a, dir, kept);
   CheckNothingUnreferenced(a);
 }
+
+TEST_CASE(
+    "s3 repository: a host that rebuilt its cache while another host's snapshot ran sees "
+    "that snapshot once it is committed, and its prune keeps it",
+    "[s3lab]") {
+  TempDir dir("s3kill-race");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  const S3Host b(dir, "b", a.url);
+  a.Ok({"init", "--key-file", a.key, "--chunk-size", "256K"});
+  const std::string disk = dir / "disk.img";
+  std::map<int64_t, int> kept;
+  WriteCrashVersion(disk, 0);
+  a.Ok({"snapshot", disk});
+  kept[1] = 0;
+
+  // a's next snapshot stopped before its upload: its pack is in the bucket, header only. b
+  // (a reader, which a writer does not keep out) rebuilds its cache then.
+  WriteCrashVersion(disk, 1);
+  RunOptions paused = a.Options({{"WANBACKUP_PAUSE", "snapshot.before-pack-sync"}});
+  paused.err_file = dir / "snapshot.err";
+  int exit_code = -1;
+  {
+    Background run({WB_WANBACKUP_BIN, "snapshot", disk}, paused);
+    REQUIRE(WaitStopped(run.pid()));
+    CHECK(CrashSnapshotIds(b) == IdsOf(kept));
+    run.Kill(SIGCONT);
+    exit_code = run.Wait(std::chrono::seconds(120));
+  }
+  INFO(testing::FileContents(dir / "snapshot.err"));
+  REQUIRE(exit_code == 0);
+  kept[2] = 1;
+  // The same pack, whole now: b's cache knew only its header.
+  CHECK(CrashSnapshotIds(b) == IdsOf(kept));
+  b.Ok({"prune", "--max-unused", "0"});
+  CHECK(CrashSnapshotIds(a) == IdsOf(kept));
+  CheckKeptRestore(a, dir, kept);
+  CheckKeptRestore(b, dir, kept);
+  CheckNothingUnreferenced(b);
+}
