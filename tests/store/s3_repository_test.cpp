@@ -247,3 +247,65 @@ TEST_CASE(
   CHECK_THAT(pipeline::S3LockStaleReason(info, "h2", 1'000'000 + 31 * 60, false),
              Catch::Contains("not refreshed for 31 minutes"));
 }
+
+TEST_CASE(
+    "s3 repository: with wrong keys, a missing bucket or a bad URL, the commands that "
+    "write or remove fail with one line and nothing is lost",
+    "[s3lab]") {
+  TempDir dir("s3repo6");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  a.Ok({"init", "--key-file", a.key});
+  WriteNoiseImage(dir / "one.img", 41, 2);
+  WriteNoiseImage(dir / "two.img", 42, 2);
+  a.Ok({"snapshot", dir / "one.img"});
+  a.Ok({"snapshot", dir / "two.img"});
+  a.Ok({"forget", "1", "--allow-empty-source"});  // prune would have a pack to remove
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+
+  // An access key the service does not know, and the right one with a wrong secret.
+  const std::map<std::string, std::string> unknown_key = {{"AWS_ACCESS_KEY_ID", "NOSUCHKEY0000"}};
+  const std::map<std::string, std::string> wrong_secret = {
+      {"AWS_SECRET_ACCESS_KEY", "not-the-secret-" + lab.secret}};
+  for (const auto& env : {unknown_key, wrong_secret}) {
+    INFO(env.begin()->first);
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"prune", "--max-unused", "0"},
+                                               {"forget", "2", "--allow-empty-source"},
+                                               {"snapshot", dir / "one.img"},
+                                               {"restore", "2", "--to", dir / "back.img"},
+                                               {"verify"}}) {
+      INFO(args.front());
+      const RunResult r = a.Wb(args, env);
+      CheckOneLineError(r, 5, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+      CHECK(r.err.find(lab.secret) == std::string::npos);
+    }
+  }
+  struct stat st {};
+  CHECK(::stat((dir / "back.img").c_str(), &st) != 0);  // restore made no file
+
+  // A bucket that does not exist: every command says so, and init makes none.
+  const std::string no_bucket = "s3:" + lab.endpoint + "/no-such-bucket-wb6/x";
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"init", "--key-file", dir / "other.key"},
+                                             {"snapshot", dir / "one.img"},
+                                             {"prune"},
+                                             {"restore", "1", "--to", dir / "back.img"}}) {
+    INFO(args.front());
+    CheckOneLineError(a.Wb(args, {{"WANBACKUP_REPO", no_bucket}}), 6, "does not exist");
+  }
+  CHECK(::stat((dir / "other.key").c_str(), &st) != 0);
+
+  // URLs that are not an S3 repository's: refused before any request.
+  for (const char* url :
+       {"s3:http://198.18.0.2:7480", "s3:http://198.18.0.2:port/bkt/x", "s3:198.18.0.2/bkt/x"}) {
+    INFO(url);
+    CheckOneLineError(a.Wb({"prune"}, {{"WANBACKUP_REPO", url}}), 2, "s3:");
+    CheckOneLineError(a.Wb({"snapshot", dir / "one.img"}, {{"WANBACKUP_REPO", url}}), 2, "s3:");
+  }
+
+  CHECK(S3ObjectsAt(a.url) == before);
+  CHECK(a.SnapshotCount() == 1);
+  a.Ok({"restore", "2", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "two.img", dir / "back.img"));
+}
