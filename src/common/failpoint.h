@@ -1,6 +1,7 @@
 // Failpoints for crash and fault tests. With WANBACKUP_FAILPOINT=<name>[:<n>] in the
 // environment, the process kills itself with SIGKILL the n-th time (default first) it passes
-// WB_FAILPOINT(name): a power cut at that instant, as far as the repository can tell. With
+// WB_FAILPOINT(name): a power cut at that instant, as far as the repository can tell (points:
+// grep WB_FAILPOINT; s3.before-upload-complete is a multipart upload's, its parts stored). With
 // WANBACKUP_FAIL=<name>[:<n>], WB_INJECT_ERROR(name) is true the n-th time it is passed, and the
 // caller fails as if the system call there had failed with EIO (points: pack.fdatasync,
 // catalog.begin, catalog.commit, restore.before-rename). With WANBACKUP_PAUSE=<name>[:<n>],

@@ -168,6 +168,11 @@ Status RefuseUnknownSnapshots(Repository& repo, RecordCodec& codec,
 }
 
 Status Pruner::RemoveOrphans() {
+  // No other process writes packs while prune runs (its lock is exclusive): a pack write begun
+  // and not finished (on S3, a multipart upload) belongs to a run that was killed.
+  if (!options_.dry_run) {
+    WB_ASSIGN_OR_RETURN(report_.unfinished_uploads, repo_.packs().AbandonUnfinished());
+  }
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, cat_.Packs());
   for (const catalog::PackInfo& p : packs)
     packs_[p.id] = p;

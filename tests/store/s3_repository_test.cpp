@@ -309,3 +309,36 @@ TEST_CASE(
   a.Ok({"restore", "2", "--to", dir / "back.img"});
   CHECK(SameFile(dir / "two.img", dir / "back.img"));
 }
+
+TEST_CASE(
+    "s3 repository: a snapshot killed between the parts of its upload and their completion "
+    "leaves an unfinished upload, which prune abandons",
+    "[s3lab]") {
+  TempDir dir("s3repo7");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  a.Ok({"init", "--key-file", a.key});
+  WriteNoiseImage(dir / "small.img", 51, 2);
+  a.Ok({"snapshot", dir / "small.img"});
+  // 16 MiB of noise: the pack is larger than a part (16 MiB), so it goes up in parts.
+  WriteNoiseImage(dir / "large.img", 52, 5);
+  CHECK(
+      a.Wb({"snapshot", dir / "large.img"}, {{"WANBACKUP_FAILPOINT", "s3.before-upload-complete"}})
+          .exit_code == -1);
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(a.url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, testing::S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
+  CHECK((*client)->ListUploads(loc->Key("packs/")).value().size() == 1);
+
+  const nlohmann::json pruned = nlohmann::json::parse(a.Ok({"prune", "--json"}).out);
+  CHECK(pruned["unfinished_uploads"] == 1);
+  CHECK((*client)->ListUploads(loc->Key("packs/")).value().empty());
+  CHECK(a.SnapshotCount() == 1);
+  a.Ok({"restore", "1", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "small.img", dir / "back.img"));
+  // The next snapshot of the large image goes up whole.
+  a.Ok({"snapshot", dir / "large.img"});
+  a.Ok({"restore", "2", "--to", dir / "large-back.img"});
+  CHECK(SameFile(dir / "large.img", dir / "large-back.img"));
+}
