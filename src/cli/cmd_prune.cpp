@@ -32,6 +32,7 @@ void PrintJsonReport(const pipeline::PruneReport& r, bool dry_run) {
                       {"unused_bytes", r.unused_bytes},
                       {"orphan_packs", r.orphan_packs},
                       {"orphan_bytes", r.orphan_bytes},
+                      {"unfinished_uploads", r.unfinished_uploads},
                       {"packs_removed", r.packs_removed},
                       {"packs_rewritten", r.packs_rewritten},
                       {"packs_written", r.packs_written},
@@ -56,6 +57,10 @@ void PrintReport(const pipeline::PruneReport& r, const PruneCommandOptions& opts
     PrintInfo(verb + (opts.dry_run ? "remove " : "removed ") + std::to_string(r.orphan_packs) +
               " pack(s) no catalog entry names (" + FormatBytes(r.orphan_bytes) +
               ", left by an interrupted run)");
+  }
+  if (r.unfinished_uploads > 0) {
+    PrintInfo("abandoned " + std::to_string(r.unfinished_uploads) +
+              " unfinished upload(s) of packs (left by an interrupted run)");
   }
   PrintInfo((opts.dry_run ? "would remove " : "removed ") + std::to_string(r.packs_removed) +
             " pack(s) with nothing in use, " + (opts.dry_run ? "rewrite " : "rewrote ") +

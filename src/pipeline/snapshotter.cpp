@@ -155,6 +155,7 @@ Status Snapshotter::SyncPack() {
   if (!pack_) return Status::Ok();
   if (pack_failed_) return Status::IoError(pack_->path() + " failed earlier; not trusted");
   WB_FAILPOINT("snapshot.before-pack-sync");
+  WB_PAUSEPOINT("snapshot.before-pack-sync");
   if (Status s = pack_->Sync(); !s.ok()) {
     pack_failed_ = true;
     return s;

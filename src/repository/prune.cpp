@@ -207,6 +207,11 @@ Status Pruner::RefuseUnlisted() {
 }
 
 Status Pruner::RemoveOrphans() {
+  // No other process writes packs while prune runs (its lock is exclusive): a pack write begun
+  // and not finished (on S3, a multipart upload) belongs to a run that was killed.
+  if (!options_.dry_run) {
+    WB_ASSIGN_OR_RETURN(report_.unfinished_uploads, repo_.packs().AbandonUnfinished());
+  }
   for (const StoredPack& s : orphans_) {
     ++report_.orphan_packs;
     report_.orphan_bytes += s.size;

@@ -45,8 +45,9 @@ struct PruneReport {
   int abandoned_runs = 0;
   uint64_t orphan_packs = 0;  // in the store, named by nothing: removed
   uint64_t orphan_bytes = 0;
-  uint64_t snapshots = 0;  // complete snapshots whose data is kept
-  uint64_t packs = 0;      // packs the catalog names (before)
+  uint64_t unfinished_uploads = 0;  // begun by killed runs, never finished: abandoned
+  uint64_t snapshots = 0;           // complete snapshots whose data is kept
+  uint64_t packs = 0;               // packs the catalog names (before)
   uint64_t total_bytes = 0;
   uint64_t live_bytes = 0;
   uint64_t unused_bytes = 0;

@@ -8,7 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <set>
+#include <map>
 
 #include "repository/catalog_rebuild.h"
 #include "repository/internal/config_json.h"
@@ -38,16 +38,23 @@ Status MakeCacheDirs(const std::string& dir) {
 }
 
 // Whether the store holds a pack the catalog does not name, or the catalog names one the store
-// no longer holds (another host wrote or pruned since the cache was made).
+// no longer holds (another host wrote or pruned since the cache was made), or a pack is larger
+// in the store than the catalog knows it: a pack is uploaded with its header alone when it is
+// made and whole when it is closed, so a cache rebuilt in between (another host's snapshot was
+// running) knows the header only, while the pack now holds that snapshot — which such a cache
+// would not list, and its prune would remove with the pack.
 Result<bool> CacheIsStale(catalog::Catalog& cat, PackStore& store) {
   WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, store.List());
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> known, cat.Packs());
-  std::set<std::string> a, b;
-  for (const StoredPack& p : stored)
-    a.insert(p.name);
+  if (stored.size() != known.size()) return true;
+  std::map<std::string, uint64_t> sizes;
   for (const catalog::PackInfo& p : known)
-    b.insert(p.name);
-  return a != b;
+    sizes[p.name] = p.size;
+  for (const StoredPack& p : stored) {
+    const auto k = sizes.find(p.name);
+    if (k == sizes.end() || p.size > k->second) return true;
+  }
+  return false;
 }
 
 }  // namespace

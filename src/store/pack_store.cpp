@@ -148,6 +148,9 @@ class LocalPackStore final : public PackStore {
     return Status::Ok();
   }
 
+  // A pack file is written in place: one a run left unfinished is in List like any other.
+  Result<size_t> AbandonUnfinished() override { return size_t{0}; }
+
   std::string Describe(const std::string& name) const override {
     return dir_ + "/" + name.substr(0, 2) + "/" + name + ".pack";
   }

@@ -38,6 +38,11 @@ class PackStore {
   virtual Result<std::vector<StoredPack>> List() = 0;
   // Removes a whole pack, durably. A pack that is already gone is not an error.
   virtual Status Remove(const std::string& name) = 0;
+  // Abandons the writes of packs that were begun and never finished, which List does not show
+  // and which still take space (on S3: the multipart upload of a killed run, whose parts the
+  // service keeps until it is aborted); returns how many. REQUIRES: no other process writes
+  // packs (prune's exclusive lock): a running writer's upload would be abandoned too.
+  virtual Result<size_t> AbandonUnfinished() = 0;
   // Where a pack is, for messages.
   virtual std::string Describe(const std::string& name) const = 0;
 };

@@ -154,6 +154,14 @@ class S3PackStore final : public PackStore {
     return s;
   }
 
+  Result<size_t> AbandonUnfinished() override {
+    WB_ASSIGN_OR_RETURN(std::vector<internal::S3Upload> uploads,
+                        client_->ListUploads(client_->location().Key("packs/")));
+    for (const internal::S3Upload& u : uploads)
+      WB_RETURN_IF_ERROR(client_->AbortUpload(u));
+    return uploads.size();
+  }
+
   std::string Describe(const std::string& name) const override {
     return client_->Describe(Key(name));
   }

@@ -15,88 +15,28 @@
 
 #include "repository/s3_lock.h"
 #include "store/internal/s3_client.h"
+#include "store/s3_host.h"
 #include "store/s3_lab.h"
 #include "support/repo_cli.h"
 
 using namespace wanbackup;
 using wanbackup::testing::CheckOneLineError;
-using wanbackup::testing::Local;
-using wanbackup::testing::RunOptions;
+using wanbackup::testing::NewS3RepoUrl;
 using wanbackup::testing::RunResult;
+using wanbackup::testing::S3Host;
+using wanbackup::testing::S3ObjectsAt;
 using wanbackup::testing::SameFile;
 using wanbackup::testing::TempDir;
 using wanbackup::testing::WriteNoiseImage;
 
-namespace {
-
-// One host using the S3 repository at `url`: its own catalog cache and trust anchors, the
-// repository's key file shared by every host.
-struct S3Host {
-  S3Host(const TempDir& dir, const std::string& name, std::string repo_url)
-      : cache(dir / (name + "-cache")),
-        security(dir / (name + "-security")),
-        key(dir / "repo.key"),
-        url(std::move(repo_url)) {}
-
-  RunResult Wb(std::vector<std::string> args,
-               const std::map<std::string, std::string>& env = {}) const {
-    RunOptions o;
-    const testing::S3Lab& lab = testing::S3Lab::Get();
-    o.env = {{"AWS_ACCESS_KEY_ID", lab.access_key},
-             {"AWS_SECRET_ACCESS_KEY", lab.secret},
-             {"WANBACKUP_REPO", url},
-             {"WANBACKUP_KEY_FILE", key},
-             {"WANBACKUP_CACHE_DIR", cache},
-             {"WANBACKUP_SECURITY_DIR", security}};
-    for (const auto& [k, v] : env)
-      o.env[k] = v;
-    o.timeout = std::chrono::seconds(120);
-    return Local(std::move(args), o);
-  }
-  RunResult Ok(std::vector<std::string> args) const {
-    RunResult r = Wb(args);
-    INFO("wanbackup " << args.front() << ": exit " << r.exit_code << "\nstdout: " << r.out
-                      << "\nstderr: " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return r;
-  }
-  size_t SnapshotCount() const {
-    return nlohmann::json::parse(Ok({"snapshots", "--json"}).out).size();
-  }
-
-  std::string cache, security, key, url;
-};
-
-std::string NewRepoUrl() {
-  return testing::S3Lab::Get().NewLocation().ToString();
-}
-
-// Every object under the location's prefix, with its size: equal before and after = nothing
-// was written.
-std::map<std::string, uint64_t> ObjectsAt(const std::string& url) {
-  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
-  REQUIRE(loc.ok());
-  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
-      pipeline::internal::S3Client::Create(*loc, testing::S3Lab::Get().Credentials(), {});
-  REQUIRE(client.ok());
-  Result<std::vector<pipeline::internal::S3ListedObject>> listed = (*client)->List(loc->Key(""));
-  REQUIRE(listed.ok());
-  std::map<std::string, uint64_t> out;
-  for (const auto& o : *listed)
-    out[o.key] = o.size;
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across the WAN", "[s3lab]") {
   TempDir dir("s3repo");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   a.Ok({"init", "--key-file", a.key});
   // A second init finds config.json and changes nothing.
-  const std::map<std::string, uint64_t> before = ObjectsAt(a.url);
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
   CheckOneLineError(a.Wb({"init", "--key-file", a.key}), 2, "already holds a repository");
-  CHECK(ObjectsAt(a.url) == before);
+  CHECK(S3ObjectsAt(a.url) == before);
 
   WriteNoiseImage(dir / "disk.img", 7, 2);
   a.Ok({"snapshot", dir / "disk.img"});
@@ -109,7 +49,7 @@ TEST_CASE("s3 repository: init, snapshot, restore bit-exact and verify across th
   REQUIRE(::stat(a.cache.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0700);
   CHECK(::stat((a.cache + "/catalog.db").c_str(), &st) == 0);
-  for (const auto& [key, size] : ObjectsAt(a.url)) {
+  for (const auto& [key, size] : S3ObjectsAt(a.url)) {
     INFO(key);
     CHECK((key.ends_with("/config.json") || key.find("/packs/") != std::string::npos));
   }
@@ -120,7 +60,7 @@ TEST_CASE(
     "catches up with the other's snapshots",
     "[s3lab]") {
   TempDir dir("s3repo2");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   const S3Host b(dir, "b", a.url);
   a.Ok({"init", "--key-file", a.key});
   WriteNoiseImage(dir / "one.img", 11, 2);
@@ -149,10 +89,10 @@ TEST_CASE(
     "fail with one line and change nothing",
     "[s3lab]") {
   TempDir dir("s3repo3");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   a.Ok({"init", "--key-file", a.key});
   WriteNoiseImage(dir / "disk.img", 5, 2);
-  const std::map<std::string, uint64_t> before = ObjectsAt(a.url);
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
   const testing::S3Lab& lab = testing::S3Lab::Get();
 
   const RunResult wrong = a.Wb({"snapshot", dir / "disk.img"},
@@ -170,7 +110,7 @@ TEST_CASE(
   CheckOneLineError(a.Wb({"snapshots"}, {{"WANBACKUP_REPO", "s3:ftp://198.18.0.2/b"}}), 2, "s3:");
   CheckOneLineError(a.Wb({"init"}, {{"WANBACKUP_REPO", "s3:http://198.18.0.2:7480/B_ad"}}), 2,
                     "bucket");
-  CHECK(ObjectsAt(a.url) == before);
+  CHECK(S3ObjectsAt(a.url) == before);
 
   // A cache directory another user could change is refused (it is written by readers too).
   a.Ok({"snapshots"});
@@ -205,7 +145,7 @@ void PlantLock(const std::string& url, const std::string& kind, int64_t age_s) {
 
 size_t PackCount(const std::string& url) {
   size_t n = 0;
-  for (const auto& [key, size] : ObjectsAt(url))
+  for (const auto& [key, size] : S3ObjectsAt(url))
     n += key.find("/packs/") != std::string::npos ? 1 : 0;
   return n;
 }
@@ -217,7 +157,7 @@ TEST_CASE(
     "removed, and forget and prune keep what is kept",
     "[s3lab]") {
   TempDir dir("s3repo4");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   const S3Host b(dir, "b", a.url);
   a.Ok({"init", "--key-file", a.key});
   WriteNoiseImage(dir / "one.img", 21, 2);
@@ -243,7 +183,7 @@ TEST_CASE(
   CHECK(PackCount(a.url) < packs_before);  // snapshot 1's pack held nothing live
   CHECK(a.SnapshotCount() == 1);
   // No lock object is left behind by the commands that ended.
-  for (const auto& [key, size] : ObjectsAt(a.url))
+  for (const auto& [key, size] : S3ObjectsAt(a.url))
     CHECK(key.find("/locks/") == std::string::npos);
   // A host whose cache still names the removed pack refreshes, and restores what is kept.
   CHECK(b.SnapshotCount() == 1);
@@ -257,7 +197,7 @@ TEST_CASE(
     "to each snapshot",
     "[s3lab]") {
   TempDir dir("s3repo5");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   a.Ok({"init", "--key-file", a.key});
   // Two snapshots of one source (a replica holds one series), and each version kept aside.
   WriteNoiseImage(dir / "one.img", 31, 2);
@@ -310,11 +250,106 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "s3 repository: with wrong keys, a missing bucket or a bad URL, the commands that "
+    "write or remove fail with one line and nothing is lost",
+    "[s3lab]") {
+  TempDir dir("s3repo6");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  a.Ok({"init", "--key-file", a.key});
+  WriteNoiseImage(dir / "one.img", 41, 2);
+  WriteNoiseImage(dir / "two.img", 42, 2);
+  a.Ok({"snapshot", dir / "one.img"});
+  a.Ok({"snapshot", dir / "two.img"});
+  a.Ok({"forget", "1", "--allow-empty-source"});  // prune would have a pack to remove
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+
+  // An access key the service does not know, and the right one with a wrong secret.
+  const std::map<std::string, std::string> unknown_key = {{"AWS_ACCESS_KEY_ID", "NOSUCHKEY0000"}};
+  const std::map<std::string, std::string> wrong_secret = {
+      {"AWS_SECRET_ACCESS_KEY", "not-the-secret-" + lab.secret}};
+  for (const auto& env : {unknown_key, wrong_secret}) {
+    INFO(env.begin()->first);
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"prune", "--max-unused", "0"},
+                                               {"forget", "2", "--allow-empty-source"},
+                                               {"snapshot", dir / "one.img"},
+                                               {"restore", "2", "--to", dir / "back.img"},
+                                               {"verify"}}) {
+      INFO(args.front());
+      const RunResult r = a.Wb(args, env);
+      CheckOneLineError(r, 5, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+      CHECK(r.err.find(lab.secret) == std::string::npos);
+    }
+  }
+  struct stat st {};
+  CHECK(::stat((dir / "back.img").c_str(), &st) != 0);  // restore made no file
+
+  // A bucket that does not exist: every command says so, and init makes none.
+  const std::string no_bucket = "s3:" + lab.endpoint + "/no-such-bucket-wb6/x";
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"init", "--key-file", dir / "other.key"},
+                                             {"snapshot", dir / "one.img"},
+                                             {"prune"},
+                                             {"restore", "1", "--to", dir / "back.img"}}) {
+    INFO(args.front());
+    CheckOneLineError(a.Wb(args, {{"WANBACKUP_REPO", no_bucket}}), 6, "does not exist");
+  }
+  CHECK(::stat((dir / "other.key").c_str(), &st) != 0);
+
+  // URLs that are not an S3 repository's: refused before any request.
+  for (const char* url :
+       {"s3:http://198.18.0.2:7480", "s3:http://198.18.0.2:port/bkt/x", "s3:198.18.0.2/bkt/x"}) {
+    INFO(url);
+    CheckOneLineError(a.Wb({"prune"}, {{"WANBACKUP_REPO", url}}), 2, "s3:");
+    CheckOneLineError(a.Wb({"snapshot", dir / "one.img"}, {{"WANBACKUP_REPO", url}}), 2, "s3:");
+  }
+
+  CHECK(S3ObjectsAt(a.url) == before);
+  CHECK(a.SnapshotCount() == 1);
+  a.Ok({"restore", "2", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "two.img", dir / "back.img"));
+}
+
+TEST_CASE(
+    "s3 repository: a snapshot killed between the parts of its upload and their completion "
+    "leaves an unfinished upload, which prune abandons",
+    "[s3lab]") {
+  TempDir dir("s3repo7");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  a.Ok({"init", "--key-file", a.key});
+  WriteNoiseImage(dir / "small.img", 51, 2);
+  a.Ok({"snapshot", dir / "small.img"});
+  // 16 MiB of noise: the pack is larger than a part (16 MiB), so it goes up in parts.
+  WriteNoiseImage(dir / "large.img", 52, 5);
+  CHECK(
+      a.Wb({"snapshot", dir / "large.img"}, {{"WANBACKUP_FAILPOINT", "s3.before-upload-complete"}})
+          .exit_code == -1);
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(a.url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, testing::S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
+  CHECK((*client)->ListUploads(loc->Key("packs/")).value().size() == 1);
+
+  const nlohmann::json pruned = nlohmann::json::parse(a.Ok({"prune", "--json"}).out);
+  CHECK(pruned["unfinished_uploads"] == 1);
+  CHECK((*client)->ListUploads(loc->Key("packs/")).value().empty());
+  CHECK(a.SnapshotCount() == 1);
+  a.Ok({"restore", "1", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "small.img", dir / "back.img"));
+  // The next snapshot of the large image goes up whole.
+  a.Ok({"snapshot", dir / "large.img"});
+  a.Ok({"restore", "2", "--to", dir / "large-back.img"});
+  CHECK(SameFile(dir / "large.img", dir / "large-back.img"));
+}
+
+TEST_CASE(
     "s3 repository: keys from --s3-credentials-file with none in the environment, the file "
     "refused when others can read it and never written over",
     "[s3lab]") {
   TempDir dir("s3cred-repo");
-  const S3Host a(dir, "a", NewRepoUrl());
+  const S3Host a(dir, "a", NewS3RepoUrl());
   const testing::S3Lab& lab = testing::S3Lab::Get();
   const std::string cred = dir / "s3.cred";
   std::ofstream(cred) << "[default]\naws_access_key_id = " << lab.access_key

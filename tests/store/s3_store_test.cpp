@@ -4,6 +4,7 @@
 // several threads at once.
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -109,6 +110,45 @@ TEST_CASE("s3 store: a large pack goes up in parts and reads back across their b
   std::vector<uint8_t> got(1 << 20);
   REQUIRE((*r)->ReadAt(kPackHeaderSize + boundary - 1000, got.data(), got.size()).ok());
   CHECK(std::equal(got.begin(), got.end(), records.begin() + (boundary - 1000)));
+}
+
+TEST_CASE(
+    "s3 store: an upload in parts begun and never finished is abandoned, and only when "
+    "asked",
+    "[s3lab]") {
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+  const S3Location loc = lab.NewLocation();
+  std::unique_ptr<S3Client> client = LabClient(loc);
+  // What a run killed between its parts and their completion leaves: an upload with a part.
+  S3Request start;
+  start.method = S3Request::Method::kPost;
+  start.key = PackKey(loc, kS3Pack);
+  start.query = "uploads=";
+  REQUIRE(client->RunOne(&start, "starting an upload").ok());
+  const std::optional<std::string> id = internal::XmlElement(start.response, "UploadId");
+  REQUIRE(id);
+  const std::vector<uint8_t> part = S3Bytes(5u << 20, 3);
+  S3Request put;
+  put.method = S3Request::Method::kPut;
+  put.key = start.key;
+  put.query = "partNumber=1&uploadId=" + internal::S3Escape(*id, false);
+  put.body = part.data();
+  put.body_size = part.size();
+  REQUIRE(client->RunOne(&put, "uploading a part").ok());
+
+  Result<std::vector<internal::S3Upload>> before = client->ListUploads(loc.Key("packs/"));
+  REQUIRE(before.ok());
+  REQUIRE(before->size() == 1);
+  CHECK((*before)[0].key == start.key);
+  Result<std::unique_ptr<PackStore>> store = NewS3PackStore(loc, lab.Credentials(), {});
+  REQUIRE(store.ok());
+  CHECK((*store)->List().value().empty());  // no object: List does not show it
+  CHECK((*store)->AbandonUnfinished().value() == 1);
+  Result<std::vector<internal::S3Upload>> after = client->ListUploads(loc.Key("packs/"));
+  REQUIRE(after.ok());
+  CHECK(after->empty());
+  CHECK((*store)->AbandonUnfinished().value() == 0);
+  CHECK(client->AbortUpload((*before)[0]).ok());  // gone already: not an error
 }
 
 TEST_CASE("s3 store: a wrong secret is refused in one line that names no secret", "[s3lab]") {

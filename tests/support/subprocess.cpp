@@ -103,7 +103,13 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& options) {
 }
 
 Background::Background(const std::vector<std::string>& argv, const RunOptions& options) {
-  pid_ = Spawn(argv, options, -1, -1, -1);
+  int err_fd = -1;
+  if (!options.err_file.empty()) {
+    err_fd = ::open(options.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (err_fd < 0) throw std::runtime_error("opening " + options.err_file);
+  }
+  pid_ = Spawn(argv, options, -1, -1, err_fd);
+  if (err_fd >= 0) ::close(err_fd);
 }
 
 Background::~Background() {

@@ -24,6 +24,9 @@ struct RunOptions {
   std::chrono::milliseconds timeout{60000};
   std::string stdin_data;
   std::string cwd;  // the working directory ("" = the test's)
+  // Background only: the program's stderr goes to this file, created or truncated ("" =
+  // /dev/null), for a test that checks what a program it stopped and resumed said.
+  std::string err_file;
 };
 
 // Runs to completion (or timeout).

@@ -58,3 +58,27 @@ TEST_CASE("s3 xml: malformed times are refused", "[s3][xml]") {
   CHECK_FALSE(ParseIso8601("2026-11-28T05:51:56.Z"));
   CHECK(ParseIso8601("2026-11-28T05:51:56.123456789Z") == 1795845116123456789);
 }
+
+TEST_CASE("s3 xml: a page of unfinished uploads gives each key and id, and the next markers",
+          "[s3][xml]") {
+  std::optional<S3UploadsPage> page = ParseUploadsPage(
+      "<?xml version=\"1.0\"?><ListMultipartUploadsResult><Bucket>b</Bucket>"
+      "<NextKeyMarker>p/b</NextKeyMarker><NextUploadIdMarker>2~y</NextUploadIdMarker>"
+      "<IsTruncated>true</IsTruncated>"
+      "<Upload><Key>p/a&amp;1</Key><UploadId>2~x</UploadId></Upload>"
+      "<Upload><Key>p/b</Key><UploadId>2~y</UploadId><Initiated>x</Initiated></Upload>"
+      "</ListMultipartUploadsResult>");
+  REQUIRE(page);
+  REQUIRE(page->uploads.size() == 2);
+  CHECK(page->uploads[0].key == "p/a&1");
+  CHECK(page->uploads[0].upload_id == "2~x");
+  CHECK(page->uploads[1].upload_id == "2~y");
+  CHECK(page->truncated);
+  CHECK(page->next_key_marker == "p/b");
+  CHECK(page->next_upload_id_marker == "2~y");
+  CHECK_FALSE(ParseUploadsPage("<ListBucketResult></ListBucketResult>"));
+  CHECK_FALSE(ParseUploadsPage(
+      "<ListMultipartUploadsResult><Upload><Key>k</Key></Upload></ListMultipartUploadsResult>"));
+  CHECK_FALSE(ParseUploadsPage(
+      "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated></ListMultipartUploadsResult>"));
+}

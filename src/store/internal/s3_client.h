@@ -66,6 +66,11 @@ class S3Client {
   // Every object under `prefix`, page by page (ListObjectsV2).
   Result<std::vector<S3ListedObject>> List(const std::string& prefix);
 
+  // The multipart uploads begun under `prefix` and neither completed nor aborted, page by page.
+  Result<std::vector<S3Upload>> ListUploads(const std::string& prefix);
+  // Aborts a multipart upload: the service drops its parts. One already gone is not an error.
+  Status AbortUpload(const S3Upload& upload);
+
   // Uploads `data` as object `key`: one PUT, or a multipart upload with parts in flight when it
   // is larger than the part size.
   Status Upload(const std::string& key, const uint8_t* data, size_t size);

@@ -2,6 +2,7 @@
 // (one PUT, or a multipart upload with its parts in flight). No libcurl here.
 #include <algorithm>
 
+#include "common/failpoint.h"
 #include "store/internal/s3_client.h"
 
 namespace wanbackup::pipeline::internal {
@@ -27,6 +28,42 @@ Result<std::vector<S3ListedObject>> S3Client::List(const std::string& prefix) {
     token = page->truncated ? page->next_token : "";
   } while (!token.empty());
   return all;
+}
+
+Result<std::vector<S3Upload>> S3Client::ListUploads(const std::string& prefix) {
+  std::vector<S3Upload> all;
+  std::string key_marker, id_marker;
+  bool more = true;
+  while (more) {
+    S3Request r;
+    r.method = S3Request::Method::kGet;
+    if (!key_marker.empty()) r.query = "key-marker=" + S3Escape(key_marker, false) + "&";
+    r.query += "prefix=" + S3Escape(prefix, false);
+    if (!id_marker.empty()) r.query += "&upload-id-marker=" + S3Escape(id_marker, false);
+    r.query += "&uploads=";
+    WB_RETURN_IF_ERROR(RunOne(&r, "listing the unfinished uploads under " + Describe(prefix)));
+    std::optional<S3UploadsPage> page = ParseUploadsPage(r.response);
+    if (!page) {
+      return Status::IoError("listing the unfinished uploads under " + Describe(prefix) +
+                             ": the answer is no ListMultipartUploads result");
+    }
+    for (S3Upload& u : page->uploads)
+      all.push_back(std::move(u));
+    more = page->truncated;
+    key_marker = page->next_key_marker;
+    id_marker = page->next_upload_id_marker;
+  }
+  return all;
+}
+
+Status S3Client::AbortUpload(const S3Upload& upload) {
+  S3Request r;
+  r.method = S3Request::Method::kDelete;
+  r.key = upload.key;
+  r.query = "uploadId=" + S3Escape(upload.upload_id, false);
+  Status s = RunOne(&r, "aborting an unfinished upload of " + Describe(upload.key));
+  if (s.code() == StatusCode::kNotFound) return Status::Ok();  // NoSuchUpload: gone already
+  return s;
 }
 
 Status S3Client::Upload(const std::string& key, const uint8_t* data, size_t size) {
@@ -64,6 +101,7 @@ Status S3Client::UploadMultipart(const std::string& key, const uint8_t* data, si
     pointers.push_back(&p);
   }
   Status status = Run(pointers, what);
+  WB_FAILPOINT("s3.before-upload-complete");  // the parts are stored, the object is not
   std::string complete;
   if (status.ok()) {
     complete = "<CompleteMultipartUpload>";

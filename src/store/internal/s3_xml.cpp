@@ -142,4 +142,25 @@ std::optional<S3ListPage> ParseListPage(const std::string& xml) {
   return page;
 }
 
+std::optional<S3UploadsPage> ParseUploadsPage(const std::string& xml) {
+  if (xml.find("<ListMultipartUploadsResult") == std::string::npos) return std::nullopt;
+  S3UploadsPage page;
+  size_t pos = 0;
+  while (std::optional<std::string> upload = RawElement(xml, "Upload", pos, &pos)) {
+    std::optional<std::string> key = XmlElement(*upload, "Key");
+    std::optional<std::string> id = XmlElement(*upload, "UploadId");
+    if (!key || !id || id->empty()) return std::nullopt;
+    page.uploads.push_back(S3Upload{std::move(*key), std::move(*id)});
+  }
+  page.truncated = XmlElement(xml, "IsTruncated").value_or("false") == "true";
+  if (page.truncated) {
+    std::optional<std::string> key = XmlElement(xml, "NextKeyMarker");
+    std::optional<std::string> id = XmlElement(xml, "NextUploadIdMarker");
+    if (!key || !id || (key->empty() && id->empty())) return std::nullopt;
+    page.next_key_marker = *key;
+    page.next_upload_id_marker = *id;
+  }
+  return page;
+}
+
 }  // namespace wanbackup::pipeline::internal

@@ -1,7 +1,7 @@
 // The few XML documents of the S3 API that the client reads: a ListObjectsV2 page, an error
-// body, the upload id of a new multipart upload. A scanner for these flat documents (elements
-// found by name, the five predefined entities decoded), not a general XML parser. Pure
-// functions; thread-safe.
+// body, the upload id of a new multipart upload, a page of unfinished multipart uploads. A scanner
+// for these flat documents (elements found by name, the five predefined entities decoded), not a
+// general XML parser. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,22 @@ struct S3ListPage {
   bool truncated = false;
   std::string next_token;  // NextContinuationToken when truncated
 };
+
+// A multipart upload begun and neither completed nor aborted (ListMultipartUploads).
+struct S3Upload {
+  std::string key;
+  std::string upload_id;
+};
+
+struct S3UploadsPage {
+  std::vector<S3Upload> uploads;
+  bool truncated = false;
+  std::string next_key_marker, next_upload_id_marker;  // when truncated
+};
+
+// Parses one page of ListMultipartUploads; nullopt when the document is not one (or an
+// <Upload> lacks its key or id, or a truncated page its markers).
+std::optional<S3UploadsPage> ParseUploadsPage(const std::string& xml);
 
 // Parses one page of ListObjectsV2; nullopt when the document is not one (or a <Contents>
 // lacks its key, size or time).

@@ -1,0 +1,67 @@
+#include "store/s3_host.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "store/internal/s3_client.h"
+#include "store/s3_lab.h"
+
+namespace wanbackup::testing {
+
+S3Host::S3Host(const TempDir& dir, const std::string& name, std::string repo_url)
+    : cache(dir / (name + "-cache")),
+      security(dir / (name + "-security")),
+      key(dir / "repo.key"),
+      url(std::move(repo_url)) {}
+
+RunOptions S3Host::Options(const std::map<std::string, std::string>& env) const {
+  RunOptions o;
+  const S3Lab& lab = S3Lab::Get();
+  o.env = {{"AWS_ACCESS_KEY_ID", lab.access_key},
+           {"AWS_SECRET_ACCESS_KEY", lab.secret},
+           {"WANBACKUP_REPO", url},
+           {"WANBACKUP_KEY_FILE", key},
+           {"WANBACKUP_CACHE_DIR", cache},
+           {"WANBACKUP_SECURITY_DIR", security}};
+  for (const auto& [k, v] : env)
+    o.env[k] = v;
+  o.timeout = std::chrono::seconds(120);
+  return o;
+}
+
+RunResult S3Host::Wb(std::vector<std::string> args,
+                     const std::map<std::string, std::string>& env) const {
+  return Local(std::move(args), Options(env));
+}
+
+RunResult S3Host::Ok(std::vector<std::string> args) const {
+  RunResult r = Wb(args);
+  INFO("wanbackup " << args.front() << ": exit " << r.exit_code << "\nstdout: " << r.out
+                    << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+size_t S3Host::SnapshotCount() const {
+  return nlohmann::json::parse(Ok({"snapshots", "--json"}).out).size();
+}
+
+std::string NewS3RepoUrl() {
+  return S3Lab::Get().NewLocation().ToString();
+}
+
+std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url) {
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
+  Result<std::vector<pipeline::internal::S3ListedObject>> listed = (*client)->List(loc->Key(""));
+  REQUIRE(listed.ok());
+  std::map<std::string, uint64_t> out;
+  for (const auto& o : *listed)
+    out[o.key] = o.size;
+  return out;
+}
+
+}  // namespace wanbackup::testing

@@ -1,0 +1,38 @@
+// What the S3 repository tests share (s3_repository_test.cpp, s3_crash_test.cpp): a "host"
+// that runs the real binary in site A against a repository in the s3lab fixture's bucket, and
+// a listing of the objects under a repository's prefix. Not thread-safe; one per test.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/repo_cli.h"
+
+namespace wanbackup::testing {
+
+// One host using the S3 repository at `url`: its own catalog cache and trust anchors, the
+// repository's key file shared by every host.
+struct S3Host {
+  S3Host(const TempDir& dir, const std::string& name, std::string repo_url);
+
+  // The options Wb runs the binary with: the lab's keys, this host's places, then `env`.
+  RunOptions Options(const std::map<std::string, std::string>& env = {}) const;
+  RunResult Wb(std::vector<std::string> args,
+               const std::map<std::string, std::string>& env = {}) const;
+  // As Wb, and REQUIREs exit 0 (printing the output when not).
+  RunResult Ok(std::vector<std::string> args) const;
+  size_t SnapshotCount() const;
+
+  std::string cache, security, key, url;
+};
+
+// A new repository URL: the lab's bucket with a prefix of its own.
+std::string NewS3RepoUrl();
+
+// Every object under the location's prefix, with its size: equal before and after = nothing
+// was written.
+std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url);
+
+}  // namespace wanbackup::testing
