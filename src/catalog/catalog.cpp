@@ -248,15 +248,27 @@ class SqliteCatalog final : public Catalog {
   }
 
   Result<int64_t> BeginSnapshot(const SnapshotInfo& i) override {
+    // Above every number given out, forgotten ones included; checked before it is used.
+    WB_ASSIGN_OR_RETURN(Stmt next,
+                        Stmt::Prepare(db_,
+                                      "SELECT max((SELECT coalesce(max(id), 0) FROM snapshots), "
+                                      "(SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM "
+                                      "settings WHERE key = ?))"));
+    next.Bind(1, std::string(kSnapshotIdFloor));
+    WB_ASSIGN_OR_RETURN(const bool row, next.Step());
+    const int64_t highest = row ? next.Int(0) : 0;
+    if (highest < 0 || highest >= kMaxSnapshotId) {
+      return Status::Corruption(
+          "the catalog would number the next snapshot after " + std::to_string(highest) +
+          ", beyond the 2^48 a repository gives out: its snapshot numbers or their floor are "
+          "damaged or forged; run 'wanbackup repair catalog', which takes them from the packs");
+    }
     WB_ASSIGN_OR_RETURN(Stmt s,
                         Stmt::Prepare(db_,
                                       "INSERT INTO snapshots (id, source, tag, hostname, "
                                       "size_bytes, block_size, chunk_size, started, status, job) "
-                                      "VALUES (1 + max((SELECT coalesce(max(id), 0) FROM "
-                                      "snapshots), (SELECT coalesce(max(CAST(value AS INTEGER)), "
-                                      "0) FROM settings WHERE key = ?)), ?, ?, ?, ?, ?, ?, ?, "
-                                      "'running', ?)"));
-    s.Bind(1, std::string(kSnapshotIdFloor))
+                                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)"));
+    s.Bind(1, highest + 1)
         .Bind(2, i.source)
         .Bind(3, i.tag)
         .Bind(4, i.hostname)

@@ -27,6 +27,10 @@ inline constexpr int kSchemaVersion = 5;
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
 inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
+// The highest snapshot number a repository gives out (2^48): a catalog whose rows or floor
+// would number a snapshot above it is damaged or forged (its settings are not authenticated),
+// and BeginSnapshot refuses rather than seal a number nothing can follow (round 8, Y5).
+inline constexpr int64_t kMaxSnapshotId = int64_t{1} << 48;
 
 // What a chunks row names (the pack record's kind, repository/record.h).
 enum class ChunkKind {

@@ -38,6 +38,7 @@ std::string NewHeadLine(const pipeline::RebuildReport& r) {
     line += "listed snapshot(s) " + IdList(r.lost) + ", which could not be rebuilt and are gone";
   }
   if (!r.lost.empty() && !r.unlisted.empty()) line += ", and it ";
+  if (r.lost.empty() && r.unlisted.empty()) line += "did not list the snapshot(s) renumbered above";
   if (!r.unlisted.empty()) {
     line += "did not list snapshot(s) " + IdList(r.unlisted) +
             ", complete and sealed (by a wanbackup before heads, or a snapshot interrupted "
@@ -119,8 +120,8 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
   AddRepoFlags(cmd, &opts->repo);
   cmd->add_flag("--json", opts->json, "print a JSON report");
   cmd->add_flag("--allow-missing-packs", opts->allow_missing_packs,
-                "rebuild although the old catalog names packs that are gone (their snapshots "
-                "are lost)");
+                "rebuild although the old catalog names packs that are gone: the snapshots "
+                "with chunks in them are recorded as lost (a forget record), so prune goes on");
   cmd->footer(
       "\nReads every pack, authenticates every record, and builds a new catalog.db beside the\n"
       "old one: packs, chunks, and every complete snapshot with its id, source, tag, times,\n"

@@ -492,7 +492,14 @@ Status CheckMetricsTarget(const Config& config, const toml::table& root) {
   }
   dest.name = "'" + config.metrics_textfile + "'";
   dest.identity = guard::Identify(config.metrics_textfile);
-  if (struct stat st{}; ::stat(config.metrics_textfile.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  // What the name holds now is a slip of the config's only when it is root's or ours: another
+  // user's directory or FIFO planted there (a shared sticky textfile directory) must not stop
+  // every run at load; the run replaces what it can and says what it cannot (round 8, Y4).
+  struct stat there {};
+  const bool ours = ::lstat(config.metrics_textfile.c_str(), &there) == 0 &&
+                    (there.st_uid == 0 || there.st_uid == ::geteuid());
+  if (struct stat st{};
+      ours && ::stat(config.metrics_textfile.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return at.Error("'" + config.metrics_textfile +
                     "' is a directory; give the file the run writes (e.g. DIR/wanbackup.prom)");
   }
@@ -510,9 +517,8 @@ Status CheckMetricsTarget(const Config& config, const toml::table& root) {
                     "' does not end in .prom: the run replaces it whole, and node_exporter's "
                     "textfile collector reads only *.prom files");
   }
-  if (struct stat st{}; ::lstat(config.metrics_textfile.c_str(), &st) == 0 &&
-                        !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-    return at.Error("'" + config.metrics_textfile + "' is " + FileKind(st.st_mode) +
+  if (ours && !S_ISREG(there.st_mode) && !S_ISLNK(there.st_mode)) {
+    return at.Error("'" + config.metrics_textfile + "' is " + FileKind(there.st_mode) +
                     ", not a file the run may replace");
   }
   return Status::Ok();

@@ -393,9 +393,12 @@ JobOutcome RunJob(const Config& config, const JobConfig& job, JobEnvironment& en
                                                                  : "failed";
   out.run.error = out.status.ok() ? "" : out.status.message();
   history.Finish(&out.run);
+  // Metrics that could not be written leave monitoring stale: the backup stands (its history
+  // says so), and the run's exit status says the metrics failed (round 8, Y4).
   if (!config.metrics_textfile.empty()) {
     if (Status s = WriteJobMetrics(config.metrics_textfile, out.run); !s.ok()) {
       env.Warning("metrics: " + s.message());
+      if (out.status.ok()) out.status = s.WithContext("job " + job.name + ", metrics");
     }
   }
   return out;

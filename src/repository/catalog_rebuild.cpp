@@ -98,6 +98,14 @@ class Rebuilder {
   };
   // A snapshot that shares its number with another, sealed again under a new one.
   Status Renumber(const Sealed& s, std::vector<HeadEntry>* rebuilt);
+  struct SealedRow {
+    Digest digest{};
+    int64_t row = 0;  // its chunks row in the new catalog
+  };
+  Result<std::vector<SealedRow>> AppendRecords(
+      const std::vector<std::pair<RecordKind, std::string>>& records);
+  Status ForgetLost();
+  std::vector<const Sealed*> lost_sealed_;             // not rebuilt: chunks missing from the packs
   std::vector<Sealed> sealed_;                         // in pack order
   std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
   int64_t max_id_ = 0;                                 // largest snapshot id seen
@@ -105,6 +113,12 @@ class Rebuilder {
   std::vector<uint8_t> record_, plain_;
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
 };
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // The offset of the next record header (magic and CRC) at or after `from`, or `end`. For a walk
 // that met a damaged or forged header, whose sizes cannot be trusted to find the next one.
@@ -440,7 +454,8 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
     }
     // Two snapshots: the other one gets a number of its own (round 7, X1). A cache only
     // follows the head; `repair catalog` renumbers.
-    if (left_out->digest != kept->second->digest && !options_.cache) {
+    if (left_out->digest != kept->second->digest && !options_.cache &&
+        max_id_ < catalog::kMaxSnapshotId) {
       renumber.push_back(left_out);
       continue;
     }
@@ -454,14 +469,68 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
   for (const auto& [id, s] : by_id) {
     const size_t before = report_.snapshots.size();
     WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
-    if (report_.snapshots.size() == before) continue;
+    if (report_.snapshots.size() == before) {
+      lost_sealed_.push_back(s);
+      continue;
+    }
     const HeadEntry entry{id, s->digest};
     rebuilt->push_back(entry);
     if (head_ && !Listed(entry)) report_.unlisted.push_back(id);
   }
   for (const Sealed* s : renumber)
     WB_RETURN_IF_ERROR(Renumber(*s, rebuilt));
-  return Status::Ok();
+  return ForgetLost();
+}
+
+// Seals each (kind, plaintext) into one new pack, makes it durable and indexes the records in
+// the new catalog (in its transaction, which commits after).
+Result<std::vector<Rebuilder::SealedRow>> Rebuilder::AppendRecords(
+    const std::vector<std::pair<RecordKind, std::string>>& records) {
+  RecordCodec codec(repo_.keys(), repo_.config().zstd_level);
+  std::string name;
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo_.NewPackFile(&name));
+  std::vector<std::vector<uint8_t>> sealed(records.size());
+  std::vector<SealedRow> rows(records.size());
+  std::vector<uint64_t> offsets(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::string& plain = records[i].second;
+    rows[i].digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()), plain.size(),
+                                     records[i].first, &sealed[i]);
+    WB_ASSIGN_OR_RETURN(offsets[i], pack->Append(sealed[i].data(), sealed[i].size()));
+  }
+  WB_RETURN_IF_ERROR(pack->Sync());
+  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
+  WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
+  for (size_t i = 0; i < records.size(); ++i) {
+    catalog::ChunkRecord c;
+    c.kind = static_cast<catalog::ChunkKind>(records[i].first);
+    c.digest = rows[i].digest;
+    c.pack_id = pack_id;
+    c.offset = offsets[i];
+    c.stored_size = static_cast<uint32_t>(sealed[i].size() - kRecordHeaderSize);
+    c.raw_size = static_cast<uint32_t>(records[i].second.size());
+    WB_ASSIGN_OR_RETURN(rows[i].row, catalog_->AddChunk(c));
+  }
+  return rows;
+}
+
+// `repair catalog --allow-missing-packs`: the user accepts that packs are gone, so the sealed
+// snapshots whose chunks were in them are recorded as lost in a forget record. Without it they
+// would stay sealed, listed by nothing and forgotten by nothing, and prune would refuse for good
+// (round 8, Y1).
+Status Rebuilder::ForgetLost() {
+  if (lost_sealed_.empty() || !options_.allow_missing_packs || options_.cache) return Status::Ok();
+  ForgetRecord lost;
+  lost.repository_id = repo_.config().id;
+  lost.forgotten_unix_ms = NowUnixMs();
+  for (const Sealed* s : lost_sealed_) {
+    lost.snapshots.push_back(ForgottenSnapshot{s->record.info.id, s->digest});
+    report_.problems.push_back("snapshot " + std::to_string(s->record.info.id) + " of " +
+                               EscapeForTerminal(s->record.info.source) + " taken " +
+                               LocalTime(s->record.info.started_unix_ms) +
+                               " had chunks in the missing packs: recorded as lost");
+  }
+  return AppendRecords({{RecordKind::kForget, EncodeForgetRecord(lost)}}).status();
 }
 
 // Seals `s` again as a new snapshot above every number in the packs, with a forget record for
@@ -474,43 +543,13 @@ Status Rebuilder::Renumber(const Sealed& s, std::vector<HeadEntry>* rebuilt) {
   WB_ASSIGN_OR_RETURN(const std::string plain, EncodeSnapshotRecord(moved));
   ForgetRecord old;
   old.repository_id = repo_.config().id;
-  old.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
+  old.forgotten_unix_ms = NowUnixMs();
   old.snapshots.push_back(ForgottenSnapshot{s.record.info.id, s.digest});
-  const std::string forget = EncodeForgetRecord(old);
-  RecordCodec codec(repo_.keys(), repo_.config().zstd_level);
-  std::vector<uint8_t> sealed_record, sealed_forget;
-  const Digest record_digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(plain.data()),
-                                               plain.size(), RecordKind::kSnapshot, &sealed_record);
-  const Digest forget_digest = codec.SealWhole(reinterpret_cast<const uint8_t*>(forget.data()),
-                                               forget.size(), RecordKind::kForget, &sealed_forget);
-  std::string name;
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> pack, repo_.NewPackFile(&name));
-  WB_ASSIGN_OR_RETURN(const uint64_t record_at,
-                      pack->Append(sealed_record.data(), sealed_record.size()));
-  WB_ASSIGN_OR_RETURN(const uint64_t forget_at,
-                      pack->Append(sealed_forget.data(), sealed_forget.size()));
-  WB_RETURN_IF_ERROR(pack->Sync());
-  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(name));
-  WB_RETURN_IF_ERROR(catalog_->SetPackSize(pack_id, pack->size()));
-  const auto add = [&](catalog::ChunkKind kind, const Digest& digest, uint64_t offset,
-                       size_t stored, size_t raw) {
-    catalog::ChunkRecord c;
-    c.kind = kind;
-    c.digest = digest;
-    c.pack_id = pack_id;
-    c.offset = offset;
-    c.stored_size = static_cast<uint32_t>(stored - kRecordHeaderSize);
-    c.raw_size = static_cast<uint32_t>(raw);
-    return catalog_->AddChunk(c);
-  };
-  WB_ASSIGN_OR_RETURN(const int64_t record_row,
-                      add(catalog::ChunkKind::kSnapshotRecord, record_digest, record_at,
-                          sealed_record.size(), plain.size()));
-  WB_RETURN_IF_ERROR(add(catalog::ChunkKind::kForgetRecord, forget_digest, forget_at,
-                         sealed_forget.size(), forget.size())
-                         .status());
+  WB_ASSIGN_OR_RETURN(const std::vector<SealedRow> rows,
+                      AppendRecords({{RecordKind::kSnapshot, plain},
+                                     {RecordKind::kForget, EncodeForgetRecord(old)}}));
+  const Digest& record_digest = rows[0].digest;
+  const int64_t record_row = rows[0].row;
   const size_t before = report_.snapshots.size();
   WB_RETURN_IF_ERROR(AddSnapshot(record_row, moved));
   const catalog::SnapshotInfo& info = moved.info;

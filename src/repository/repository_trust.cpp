@@ -142,9 +142,8 @@ Status CheckOpenedRepository(const TrustAnchorStore& anchors, Repository& repo,
   // accepted with `trust`): the numbers of the snapshots it lost are not given out again, so a
   // returning pack's snapshot never shares its number with a new one (round 6, W1, W2).
   // Bounded: a number no repository reaches is a damaged anchor, never a floor (round 7, X3).
-  constexpr uint64_t kMostSnapshots = 1ull << 48;
   if (check_head && known && known->highest_snapshot > now.highest_snapshot &&
-      known->highest_snapshot < kMostSnapshots && repo.writable()) {
+      known->highest_snapshot < static_cast<uint64_t>(catalog::kMaxSnapshotId) && repo.writable()) {
     WB_RETURN_IF_ERROR(
         RaiseCatalogSnapshotIdFloor(repo.catalog(), static_cast<int64_t>(known->highest_snapshot)));
   }

@@ -18,6 +18,7 @@
 #include "repository/keys.h"
 #include "support/repo_cli.h"
 
+using wanbackup::testing::CheckOneLineError;
 using wanbackup::testing::RepoCli;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::SameFile;
@@ -568,6 +569,10 @@ TEST_CASE(
   const std::string anchor = ReadText(anchors + "/" + RepositoryId(repo.path()) + "/anchor");
   CHECK(anchor.find("9223372036854775807") == std::string::npos);
   CHECK(anchor.find("highest_snapshot 1\n") != std::string::npos);
+  // Nor is a snapshot numbered past 2^48 (before: sealed as 2^63-1, after which every snapshot
+  // of every client failed, and a repair could not help; round 8, Y5).
+  CheckOneLineError(repo.Wb({"snapshot", dir / "a.img"}), 3,
+                    "run 'wanbackup repair catalog', which takes them from the packs");
   // The catalog's own floor is storage the attacker wrote: a repair rebuilds it from the packs.
   repo.Ok({"repair", "catalog"});
   repo.Ok({"snapshot", dir / "a.img"});

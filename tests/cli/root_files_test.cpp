@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "support/other_user.h"
 #include "support/repo_cli.h"
@@ -134,6 +135,38 @@ TEST_CASE("metrics: samples another user planted first in a shared textfile dire
   CHECK(ModeOf(prom) != 0);
   CHECK(Contents(prom).find("job=\"disk\"") != std::string::npos);
   CHECK(Contents(prom).find("job=\"db\"") == std::string::npos);
+}
+
+TEST_CASE(
+    "metrics: a directory or FIFO another user plants at the textfile's name in a shared "
+    "directory stops no backup, and a run that cannot write its metrics says so in its exit",
+    "[rootfiles]") {
+  if (!CanSwitchUser()) WB_SKIP("needs root to act as another user");
+  RootJob job;
+  const std::string textdir = job.dir / "shared-textfile";
+  REQUIRE(::mkdir(textdir.c_str(), 0755) == 0);
+  REQUIRE(::chmod(textdir.c_str(), 01777) == 0);  // as the docs allow
+  const std::string prom = textdir + "/wanbackup.prom";
+  const std::string config = job.dir / "wanbackup.toml";
+  job.WriteConfig(config, "\n[metrics]\ntextfile = \"" + prom + "\"\n");
+  // A FIFO of theirs: replaced, the run as usual (before: every command refused the config).
+  REQUIRE(AsOtherUser([&] { return ::mkfifo(prom.c_str(), 0666) == 0; }));
+  CHECK(job.repo.Wb({"run", "disk", "--dry-run", "--config", config}).exit_code == 0);
+  const RunResult fifo = job.Run(config);
+  INFO(fifo.err);
+  CHECK(fifo.exit_code == 0);
+  CHECK(S_ISREG(ModeOf(prom)));
+  // A directory of theirs, which a rename cannot replace: the snapshot is taken all the same,
+  // and the run's exit says the metrics were not written.
+  REQUIRE(::unlink(prom.c_str()) == 0);
+  REQUIRE(AsOtherUser([&] { return ::mkdir(prom.c_str(), 0755) == 0; }));
+  const RunResult dir = job.Run(config);
+  INFO(dir.err);
+  CHECK(dir.exit_code != 0);
+  CHECK_THAT(dir.err, Catch::Contains("metrics"));
+  CHECK(job.repo.Wb({"jobs", "--config", config}).exit_code == 0);
+  // Both runs took their snapshot.
+  CHECK(nlohmann::json::parse(job.repo.Ok({"snapshots", "--json"}).out).size() == 2);
 }
 
 TEST_CASE(

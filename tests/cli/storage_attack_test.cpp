@@ -516,6 +516,21 @@ std::string RepairWithoutPacks(const RepoCli& repo, const std::string& away) {
   return packs;
 }
 
+// Snapshot 1 (of a.img) in packs moved to DIR/packs.away, the catalog rebuilt and trusted
+// without them (RepairWithoutPacks); c.img another image for the next snapshot.
+struct LostSnapshotOne {
+  explicit LostSnapshotOne(const std::string& label) : dir(label) {
+    WriteNoiseImage(dir / "a.img", 1, 3);
+    WriteNoiseImage(dir / "c.img", 3, 3);
+    repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+    repo.Ok({"snapshot", dir / "a.img"});
+    packs = RepairWithoutPacks(repo, dir / "packs.away");
+  }
+  TempDir dir;
+  RepoCli repo{dir};
+  std::string packs;
+};
+
 }  // namespace
 
 TEST_CASE(
@@ -551,13 +566,10 @@ TEST_CASE(
     "prune: a snapshot taken since the catalog fell behind its packs, with the number of one "
     "it lost, does not make that one's pack a leftover",
     "[trust]") {
-  TempDir dir("catalog-behind-reused");
-  RepoCli repo(dir);
-  WriteNoiseImage(dir / "a.img", 1, 3);
-  WriteNoiseImage(dir / "c.img", 3, 3);
-  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
-  repo.Ok({"snapshot", dir / "a.img"});
-  const std::string packs = RepairWithoutPacks(repo, dir / "packs.away");
+  const LostSnapshotOne lost("catalog-behind-reused");
+  const TempDir& dir = lost.dir;
+  const RepoCli& repo = lost.repo;
+  const std::string& packs = lost.packs;
   // Before, the next snapshot got number 1 again, as the lost one had; the client's anchor
   // remembers the numbers it saw (round 6, W2).
   repo.Ok({"snapshot", dir / "c.img"});
@@ -586,13 +598,10 @@ TEST_CASE(
     "repair catalog: two snapshots under one number (a client without an anchor numbered one "
     "again) keep the one the newest head lists, and the other gets a number of its own",
     "[trust]") {
-  TempDir dir("two-under-one");
-  RepoCli repo(dir);
-  WriteNoiseImage(dir / "a.img", 1, 3);
-  WriteNoiseImage(dir / "c.img", 3, 3);
-  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
-  repo.Ok({"snapshot", dir / "a.img"});
-  const std::string packs = RepairWithoutPacks(repo, dir / "packs.away");
+  const LostSnapshotOne lost("two-under-one");
+  const TempDir& dir = lost.dir;
+  const RepoCli& repo = lost.repo;
+  const std::string& packs = lost.packs;
   // Another client, with no anchor: it takes the rebuilt catalog as it is.
   const std::map<std::string, std::string> fresh = {
       {"WANBACKUP_SECURITY_DIR", dir / "other-client"}};
@@ -645,4 +654,31 @@ TEST_CASE(
   repo.Ok({"prune"});
   repo.Ok({"restore", "2", "--to", dir / "b-back.img"});
   CHECK(SameFile(dir / "b-back.img", dir / "b.img"));
+}
+
+TEST_CASE(
+    "repair catalog --allow-missing-packs: snapshots whose chunks were in a lost pack are "
+    "recorded as lost, so prune goes on",
+    "[trust]") {
+  TempDir dir("lost-pack");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  // Snapshot 2 shares most chunks with snapshot 1; its own record lies in a later pack.
+  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(100000)
+      << "changed!";
+  repo.Ok({"snapshot", dir / "a.img"});
+  REQUIRE(std::filesystem::remove(AttackOldestPack(repo)));  // the disk lost it
+  const RunResult repair = repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  INFO(repair.err);
+  CHECK(repair.exit_code == 3);
+  CHECK(repair.err.find("had chunks in the missing packs: recorded as lost") != std::string::npos);
+  // Before, prune refused for good: a sealed snapshot nothing listed or forgot (round 8, Y1).
+  repo.Ok({"prune"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 1);
+  repo.Ok({"restore", "latest", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", dir / "a.img"));
 }
