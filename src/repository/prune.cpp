@@ -1,9 +1,9 @@
 #include "repository/prune.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "common/cancel.h"
