@@ -52,6 +52,7 @@ Status CheckArguments(ForgetCommandOptions* opts) {
     WB_ASSIGN_OR_RETURN(opts->policy.keep_within,
                         pipeline::ParseRetentionDuration(opts->keep_within));
   }
+  WB_RETURN_IF_ERROR(pipeline::CheckKeepTags(opts->policy.keep_tags).WithContext("--keep-tag"));
   const bool by_policy = !opts->policy.empty();
   if (by_policy && !opts->ids.empty()) {
     return Status::InvalidArgument(

@@ -121,7 +121,8 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
   cmd->add_flag("--json", opts->json, "print a JSON report");
   cmd->add_flag("--allow-missing-packs", opts->allow_missing_packs,
                 "rebuild although the old catalog names packs that are gone: the snapshots "
-                "with chunks in them are recorded as lost (a forget record), so prune goes on");
+                "with chunks in them are left out until those packs are back and a repair runs "
+                "(prune keeps their packs meanwhile)");
   cmd->footer(
       "\nReads every pack, authenticates every record, and builds a new catalog.db beside the\n"
       "old one: packs, chunks, and every complete snapshot with its id, source, tag, times,\n"

@@ -442,6 +442,9 @@ Status ReadJobs(const std::string& file, const toml::node& node, Config* config)
     std::string keep_within;
     WB_RETURN_IF_ERROR(
         ReadTable(file, "jobs." + name + ".", *table, JobHandlers(&job, &keep_within)));
+    if (Status tags = pipeline::CheckKeepTags(job.retention.keep_tags); !tags.ok()) {
+      return Place(file, value, "jobs." + name + ".keep_tags").Error(tags.message());
+    }
     if (!keep_within.empty()) {
       WB_ASSIGN_OR_RETURN(job.retention.keep_within, pipeline::ParseRetentionDuration(keep_within));
     }

@@ -104,8 +104,6 @@ class Rebuilder {
   };
   Result<std::vector<SealedRow>> AppendRecords(
       const std::vector<std::pair<RecordKind, std::string>>& records);
-  Status ForgetLost();
-  std::vector<const Sealed*> lost_sealed_;             // not rebuilt: chunks missing from the packs
   std::vector<Sealed> sealed_;                         // in pack order
   std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
   int64_t max_id_ = 0;                                 // largest snapshot id seen
@@ -469,17 +467,14 @@ Status Rebuilder::RebuildSnapshots(std::vector<HeadEntry>* rebuilt) {
   for (const auto& [id, s] : by_id) {
     const size_t before = report_.snapshots.size();
     WB_RETURN_IF_ERROR(AddSnapshot(s->row, s->record));
-    if (report_.snapshots.size() == before) {
-      lost_sealed_.push_back(s);
-      continue;
-    }
+    if (report_.snapshots.size() == before) continue;
     const HeadEntry entry{id, s->digest};
     rebuilt->push_back(entry);
     if (head_ && !Listed(entry)) report_.unlisted.push_back(id);
   }
   for (const Sealed* s : renumber)
     WB_RETURN_IF_ERROR(Renumber(*s, rebuilt));
-  return ForgetLost();
+  return Status::Ok();
 }
 
 // Seals each (kind, plaintext) into one new pack, makes it durable and indexes the records in
@@ -512,25 +507,6 @@ Result<std::vector<Rebuilder::SealedRow>> Rebuilder::AppendRecords(
     WB_ASSIGN_OR_RETURN(rows[i].row, catalog_->AddChunk(c));
   }
   return rows;
-}
-
-// `repair catalog --allow-missing-packs`: the user accepts that packs are gone, so the sealed
-// snapshots whose chunks were in them are recorded as lost in a forget record. Without it they
-// would stay sealed, listed by nothing and forgotten by nothing, and prune would refuse for good
-// (round 8, Y1).
-Status Rebuilder::ForgetLost() {
-  if (lost_sealed_.empty() || !options_.allow_missing_packs || options_.cache) return Status::Ok();
-  ForgetRecord lost;
-  lost.repository_id = repo_.config().id;
-  lost.forgotten_unix_ms = NowUnixMs();
-  for (const Sealed* s : lost_sealed_) {
-    lost.snapshots.push_back(ForgottenSnapshot{s->record.info.id, s->digest});
-    report_.problems.push_back("snapshot " + std::to_string(s->record.info.id) + " of " +
-                               EscapeForTerminal(s->record.info.source) + " taken " +
-                               LocalTime(s->record.info.started_unix_ms) +
-                               " had chunks in the missing packs: recorded as lost");
-  }
-  return AppendRecords({{RecordKind::kForget, EncodeForgetRecord(lost)}}).status();
 }
 
 // Seals `s` again as a new snapshot above every number in the packs, with a forget record for

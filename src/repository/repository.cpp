@@ -88,7 +88,10 @@ Status CreateKeyFileIfMissing(const std::string& path) {
   const bool synced = ::fsync(fd) == 0;
   ::close(fd);
   if (!ok || !synced) return Status::IoError("writing key file " + path);
-  return Status::Ok();
+  // Its name too, before config.json names it: after a power loss a repository wrapped under a
+  // key file that is not there could not be opened (round 9, Z7).
+  const size_t slash = path.rfind('/');
+  return SyncDir(slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash));
 }
 
 Result<SecureKey> KekFor(const RepositoryConfig& config, const Credentials& c) {

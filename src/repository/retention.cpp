@@ -118,6 +118,17 @@ std::vector<RetentionDecision> ApplyRetention(std::vector<catalog::SnapshotInfo>
   return out;
 }
 
+Status CheckKeepTags(const std::vector<std::string>& tags) {
+  for (const std::string& tag : tags) {
+    if (tag.empty()) {
+      return Status::InvalidArgument(
+          "an empty tag to keep would keep every snapshot without a tag, and forget none of "
+          "them; name the tag to keep");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::chrono::milliseconds> ParseRetentionDuration(const std::string& text) {
   constexpr int64_t kHour = int64_t{3600} * 1000;
   const std::string units = "ymwdh";

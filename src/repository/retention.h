@@ -45,6 +45,10 @@ struct RetentionDecision {
   std::vector<std::string> reasons;  // "last", "daily", "within 7d", "tag nightly" ...
 };
 
+// InvalidArgument for an empty tag to keep: it would keep every untagged snapshot, and
+// retention would never forget one (round 9, Z2).
+Status CheckKeepTags(const std::vector<std::string>& tags);
+
 // The decisions for the snapshots of one source, newest first. REQUIRES: !policy.empty().
 std::vector<RetentionDecision> ApplyRetention(std::vector<catalog::SnapshotInfo> snapshots,
                                               const RetentionPolicy& policy);

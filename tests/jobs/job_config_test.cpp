@@ -111,6 +111,10 @@ TEST_CASE("job config: a value of the wrong type or out of range is refused", "[
             ":10: jobs.db.congestion_control: must name a TCP congestion control, such "
             "as \"cubic\" or \"bbr\"");
   CHECK(d.Refused("x = [1,\n").find(d.config + ":") == 0);  // TOML syntax error, with a line
+  // An empty tag to keep would keep every untagged snapshot for good (round 9, Z2).
+  CHECK(d.Refused(d.Repos() + d.Job() + "keep_last = 3\nkeep_tags = [\"\"]\n")
+            .find("an empty tag to keep would keep every snapshot without a tag") !=
+        std::string::npos);
 }
 
 TEST_CASE("job config: a job naming an unknown repository is refused", "[config]") {
