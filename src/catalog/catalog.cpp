@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -248,20 +249,27 @@ class SqliteCatalog final : public Catalog {
   }
 
   Result<int64_t> BeginSnapshot(const SnapshotInfo& i) override {
-    // Above every number given out, forgotten ones included; checked before it is used.
+    // Above every number given out, forgotten ones included; checked before it is used. The
+    // complete snapshots were checked against the sealed head when the repository was opened;
+    // the floor and the rows of failed runs are not authenticated.
     WB_ASSIGN_OR_RETURN(Stmt next,
                         Stmt::Prepare(db_,
-                                      "SELECT max((SELECT coalesce(max(id), 0) FROM snapshots), "
-                                      "(SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM "
-                                      "settings WHERE key = ?))"));
+                                      "SELECT (SELECT coalesce(max(id), 0) FROM snapshots WHERE "
+                                      "status = 'complete'), max((SELECT coalesce(max(id), 0) "
+                                      "FROM snapshots), (SELECT coalesce(max(CAST(value AS "
+                                      "INTEGER)), 0) FROM settings WHERE key = ?))"));
     next.Bind(1, std::string(kSnapshotIdFloor));
     WB_ASSIGN_OR_RETURN(const bool row, next.Step());
-    const int64_t highest = row ? next.Int(0) : 0;
-    if (highest < 0 || highest >= kMaxSnapshotId) {
+    const int64_t sealed = row ? next.Int(0) : 0;
+    const int64_t highest = row ? std::max(sealed, next.Int(1)) : 0;
+    if (highest < 0 || highest >= kMaxSnapshotId || highest - sealed > kMaxSnapshotIdLead) {
       return Status::Corruption(
           "the catalog would number the next snapshot after " + std::to_string(highest) +
-          ", beyond the 2^48 a repository gives out: its snapshot numbers or their floor are "
-          "damaged or forged; run 'wanbackup repair catalog', which takes them from the packs");
+          (highest - sealed > kMaxSnapshotIdLead
+               ? ", far above its highest snapshot (" + std::to_string(sealed) + ")"
+               : ", beyond the 2^48 a repository gives out") +
+          ": its snapshot numbers or their floor are damaged or forged; run 'wanbackup repair "
+          "catalog', which takes them from the packs");
     }
     WB_ASSIGN_OR_RETURN(Stmt s,
                         Stmt::Prepare(db_,

@@ -31,6 +31,12 @@ inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
 // would number a snapshot above it is damaged or forged (its settings are not authenticated),
 // and BeginSnapshot refuses rather than seal a number nothing can follow (round 8, Y5).
 inline constexpr int64_t kMaxSnapshotId = int64_t{1} << 48;
+// How far the floor (or a failed run's row) may lead the highest complete snapshot: forgotten
+// snapshots and failed runs leave numbers above it, never 2^32 of them. A catalog whose floor
+// leads by more was written by someone without the key, and BeginSnapshot refuses it before a
+// number derived from it is sealed: a floor of 2^48-1 once had snapshot 2^48 sealed, whose
+// record then carried the bound into every rebuilt catalog (round 9, Z4).
+inline constexpr int64_t kMaxSnapshotIdLead = int64_t{1} << 32;
 
 // What a chunks row names (the pack record's kind, repository/record.h).
 enum class ChunkKind {

@@ -579,4 +579,16 @@ TEST_CASE(
   const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
   REQUIRE(listed.size() == 2);
   CHECK(listed[1]["id"] == 2);
+  // A floor just under the bound was taken: snapshot 2^48 was sealed, and its record carried the
+  // bound into every rebuilt catalog, so no snapshot could be taken again on any client, repair
+  // or not (round 9, Z4). A floor that far above the highest snapshot is refused before use.
+  Sql(repo.catalog(),
+      "INSERT OR REPLACE INTO settings(key, value) VALUES('snapshot_id_floor', "
+      "'281474976710655')");
+  CheckOneLineError(repo.Wb({"snapshot", dir / "a.img"}), 3, "far above its highest snapshot (2)");
+  repo.Ok({"repair", "catalog"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  const auto after = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(after.size() == 3);
+  CHECK(after[2]["id"] == 3);
 }
