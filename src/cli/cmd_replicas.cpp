@@ -1,8 +1,12 @@
 // wanbackup replicas: the replicas `replicate` keeps, what each holds and whether it is
-// consistent; --forget drops one's record (its next replicate reads it to compare).
+// consistent; --forget drops one's record (its next replicate reads it to compare; a file or a
+// device that holds data is then refused without --force, as any target not yet a replica is).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -13,12 +17,14 @@
 #include "cli/repo_flags.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "initiator/iscsi_url.h"
 
 namespace wanbackup::cli {
 namespace {
 
 struct ReplicasCommandOptions {
   std::string forget;
+  bool forget_given = false;  // --forget "" is an error, not the list
   bool json = false;
   RepoFlags repo;
 };
@@ -42,20 +48,30 @@ Status Forget(const ReplicasCommandOptions& opts) {
   flags.command = "replicas --forget";
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(flags, pipeline::OpenMode::kWrite));
   WB_ASSIGN_OR_RETURN(auto tx, repo->catalog().Begin());
-  Status deleted = repo->catalog().DeleteReplica(id);
-  if (deleted.code() == StatusCode::kNotFound) {
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::Replica> replicas, repo->catalog().Replicas());
+  const auto known = std::find_if(replicas.begin(), replicas.end(),
+                                  [id](const catalog::Replica& r) { return r.id == id; });
+  if (known == replicas.end()) {
     return Status::NotFound("no replica " + opts.forget +
                             " in this repository (wanbackup replicas lists them)");
   }
-  WB_RETURN_IF_ERROR(deleted);
+  const std::string target = EscapeForTerminal(known->target);
+  WB_RETURN_IF_ERROR(repo->catalog().DeleteReplica(id));
   WB_RETURN_IF_ERROR(tx->Commit());
-  PrintInfo("forgot replica " + opts.forget +
-            "; the device itself is untouched, and a replicate to it reads it to compare");
+  // What the next replicate does with it (round 9, Z3: the message promised a compare, and a
+  // job that names the file then failed every night).
+  const bool lun = initiator::LooksLikeIscsiUrl(target);
+  PrintInfo("forgot replica " + opts.forget + " (" + target + "); the target itself is untouched" +
+            (lun ? ", and the next replicate to it reads it to compare"
+                 : ". It is now like any file or device that is no replica: a replicate to it "
+                   "(a job's replicate_to too) is refused while it holds data, until "
+                   "'wanbackup replicate SNAPSHOT --to " +
+                       target + " --force' makes it one again, comparing every chunk"));
   return Status::Ok();
 }
 
 Status RunReplicas(const ReplicasCommandOptions& opts) {
-  if (!opts.forget.empty()) return Forget(opts);
+  if (opts.forget_given) return Forget(opts);
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kRead));
   WB_ASSIGN_OR_RETURN(std::vector<catalog::Replica> replicas, repo->catalog().Replicas());
   if (opts.json) {
@@ -97,8 +113,10 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
 void RegisterReplicas(CLI::App& app, Runner* runner) {
   auto opts = std::make_shared<ReplicasCommandOptions>();
   CLI::App* cmd = app.add_subcommand("replicas", "List the replicas replicate keeps");
-  cmd->add_option("--forget", opts->forget,
-                  "drop the record of replica ID (its next replicate reads it to compare)");
+  CLI::Option* forget = cmd->add_option(
+      "--forget", opts->forget,
+      "drop the record of replica ID (a LUN's next replicate reads it to compare; a "
+      "file or device holding data then needs replicate --force)");
   cmd->add_flag("--json", opts->json, "print JSON");
   AddRepoFlags(cmd, &opts->repo);
   cmd->footer(
@@ -106,12 +124,16 @@ void RegisterReplicas(CLI::App& app, Runner* runner) {
       "(a replicate to ->SNAPSHOT was stopped: the next one finishes it from the chunk maps),\n"
       "unknown (a stopped run was comparing it: the next one reads it again). Never bring a\n"
       "standby up from a replica that is not consistent. Records live in the catalog only:\n"
-      "after 'repair catalog' the list is empty and each replica's next replicate reads it to\n"
-      "compare.\n"
+      "after 'repair catalog' or --forget, a LUN's next replicate reads it to compare, and a\n"
+      "file or device that holds data is refused (a job's replicate_to too) until\n"
+      "'wanbackup replicate SNAPSHOT --to TARGET --force' makes it a replica again.\n"
       "\nEXAMPLES:\n"
       "  wanbackup replicas --repo /backup/db\n"
       "  wanbackup replicas --repo /backup/db --forget 2");
-  cmd->callback([opts, runner] { *runner = [opts] { return RunReplicas(*opts); }; });
+  cmd->callback([opts, runner, forget] {
+    opts->forget_given = forget->count() > 0;
+    *runner = [opts] { return RunReplicas(*opts); };
+  });
 }
 
 }  // namespace wanbackup::cli

@@ -238,8 +238,11 @@ Status RefuseUnrecordedTarget(pipeline::Repository& repo, const ReplicateRequest
     what = request.to + " holds data (its first or last MiB is not zeros)";
   }
   return Status::AlreadyExists(what +
-                               " and is no replica this repository records; --force makes it "
-                               "one (the first run compares every chunk). Nothing was written");
+                               " and is no replica this repository records; 'wanbackup replicate "
+                               "SNAPSHOT --to " +
+                               request.to +
+                               " --force' makes it one, for a job's replicate_to too (the first "
+                               "run compares every chunk). Nothing was written");
 }
 
 // The write guard, asked before the replica is opened (no byte written, no login).

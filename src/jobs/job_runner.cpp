@@ -343,6 +343,37 @@ bool RefusedBeforeUse(const Context& ctx, JobOutcome* out) {
 
 }  // namespace
 
+// The run's outcome as its history and exit status give it, once its steps are done; the
+// metrics are written here, so that a failure to write them is in the history too.
+void CloseRun(const Context& ctx, JobOutcome* out) {
+  // A refusal of bad input means "nothing was changed" (exit status 2); once the snapshot is
+  // taken that is no longer so, and the run failed (exit status 1) (round 9, Z3).
+  if (ctx.snapshot.id != 0 && (out->status.code() == StatusCode::kInvalidArgument ||
+                               out->status.code() == StatusCode::kAlreadyExists)) {
+    out->status = Status(StatusCode::kIoError, out->status.message());
+  }
+  out->run.finished_unix_ms = NowMs();
+  out->run.snapshot_id = ctx.snapshot.id;
+  out->run.bytes = ctx.snapshot.bytes_read;
+  out->run.status = out->status.ok()                               ? "ok"
+                    : out->status.code() == StatusCode::kCancelled ? "interrupted"
+                                                                   : "failed";
+  out->run.error = out->status.ok() ? "" : out->status.message();
+  // Metrics that could not be written leave monitoring stale: the backup stands (its steps say
+  // so), and the run's exit status and its history say the metrics failed (round 8, Y4; round
+  // 9, Z5: the history said ok, so `wanbackup jobs` did too).
+  if (!ctx.config.metrics_textfile.empty()) {
+    if (Status s = WriteJobMetrics(ctx.config.metrics_textfile, out->run); !s.ok()) {
+      ctx.env.Warning("metrics: " + s.message());
+      if (out->status.ok()) {
+        out->status = s.WithContext("job " + ctx.job.name + ", metrics");
+        out->run.status = "failed";
+        out->run.error = out->status.message();
+      }
+    }
+  }
+}
+
 JobOutcome RunJob(const Config& config, const JobConfig& job, JobEnvironment& env) {
   const RepositoryConfig& repository = config.repositories.at(job.repository);
   Context ctx{config, job, env, {}, {}, nullptr};
@@ -385,22 +416,8 @@ JobOutcome RunJob(const Config& config, const JobConfig& job, JobEnvironment& en
     history.Write(&out.run);
   }
   ctx.exclusive.reset();
-  out.run.finished_unix_ms = NowMs();
-  out.run.snapshot_id = ctx.snapshot.id;
-  out.run.bytes = ctx.snapshot.bytes_read;
-  out.run.status = out.status.ok()                               ? "ok"
-                   : out.status.code() == StatusCode::kCancelled ? "interrupted"
-                                                                 : "failed";
-  out.run.error = out.status.ok() ? "" : out.status.message();
+  CloseRun(ctx, &out);
   history.Finish(&out.run);
-  // Metrics that could not be written leave monitoring stale: the backup stands (its history
-  // says so), and the run's exit status says the metrics failed (round 8, Y4).
-  if (!config.metrics_textfile.empty()) {
-    if (Status s = WriteJobMetrics(config.metrics_textfile, out.run); !s.ok()) {
-      env.Warning("metrics: " + s.message());
-      if (out.status.ok()) out.status = s.WithContext("job " + job.name + ", metrics");
-    }
-  }
   return out;
 }
 

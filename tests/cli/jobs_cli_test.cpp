@@ -172,6 +172,32 @@ TEST_CASE("run: the forget step warns when it forgets the snapshot a replica hol
   CHECK(r.err.find("holds snapshot 1, which is forgotten") != std::string::npos);
 }
 
+TEST_CASE(
+    "run: a replica dropped with replicas --forget is refused naming replicate --force, and the "
+    "run that took its snapshot exits 1, not 2",
+    "[jobs]") {
+  JobSetup s;
+  const std::string standby = s.dir / "standby.img";
+  s.Write("replicate_to = [\"" + standby + "\"]\n");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});
+  s.repo.Ok({"replicas", "--forget", "1"});
+  WriteNoiseImage(s.image, 2, 2);
+  const RunResult r = s.Wb({"run", "disk"});
+  INFO(r.err);
+  // Exit status 2 says "nothing was changed", and snapshot 2 was taken (round 9, Z3).
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("'wanbackup replicate SNAPSHOT --to " + standby +
+                   " --force' makes it one, for a job's replicate_to too") != std::string::npos);
+  CHECK(s.repo.Wb({"restore", "2", "--to", s.dir / "two.img"}).exit_code == 0);
+  CHECK(SameFile(s.dir / "two.img", s.image));
+  // As the message says: once made a replica again, the job writes it.
+  s.repo.Ok({"replicate", "latest", "--to", standby, "--force"});
+  WriteNoiseImage(s.image, 3, 2);
+  s.Json({"run", "disk"});
+  CHECK(SameFile(standby, s.image));
+}
+
 TEST_CASE("jobs: a repository that is not there is named as such", "[jobs]") {
   JobSetup s;
   s.Write("");

@@ -132,8 +132,10 @@ TEST_CASE("replicate: an existing file with no record needs --force, and is comp
   const std::string stale = ReadAll(s.replica);
   const RunResult refused = s.repo.Wb({"replicate", "latest", "--to", s.replica});
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.err, Catch::Contains(s.replica + " exists and is no replica this repository "
-                                                      "records; --force makes it one"));
+  CHECK_THAT(refused.err, Catch::Contains(s.replica +
+                                          " exists and is no replica this repository "
+                                          "records; 'wanbackup replicate SNAPSHOT --to " +
+                                          s.replica + " --force' makes it one"));
   CHECK(ReadAll(s.replica) == stale);
   auto r = s.Replicate({"--force"});
   CHECK(r["mode"] == "check");
@@ -342,6 +344,31 @@ TEST_CASE("restore: over a recorded replica it is refused, naming replicate and 
   s.repo.Ok({"replicas", "--forget", "1"});
   s.repo.Ok({"restore", "2", "--to", s.replica, "--force"});
   CHECK(SameFile(s.replica, s.image));
+}
+
+TEST_CASE(
+    "replicas --forget: says what the next replicate does with the file, and an empty id is an "
+    "error",
+    "[replicate]") {
+  Setup s;
+  s.Replicate();
+  const RunResult empty = s.repo.Wb({"replicas", "--forget", ""});
+  CHECK(empty.exit_code == 2);  // before: listed the replicas and exited 0
+  CHECK_THAT(empty.err, Catch::Contains("'' is not a replica number"));
+  // Before: "a replicate to it reads it to compare", and the next one was refused (round 9, Z3).
+  const RunResult forgot = s.repo.Wb({"replicas", "--forget", "1"});
+  REQUIRE(forgot.exit_code == 0);
+  CHECK_THAT(forgot.err, Catch::Contains("forgot replica 1 (" + s.replica + ")"));
+  CHECK_THAT(forgot.err, Catch::Contains("'wanbackup replicate SNAPSHOT --to " + s.replica +
+                                         " --force' makes it one again"));
+  const std::string held = ReadAll(s.replica);
+  const RunResult refused = s.repo.Wb({"replicate", "latest", "--to", s.replica});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("--to " + s.replica + " --force' makes it one"));
+  CHECK(ReadAll(s.replica) == held);
+  const auto r = s.Replicate({"--force"});
+  CHECK(r["mode"] == "check");
+  CHECK(Json(s.repo.Ok({"replicas", "--json"})).size() == 1);
 }
 
 TEST_CASE("forget: forgetting the snapshot a replica holds is warned of, dry run or not",

@@ -164,7 +164,13 @@ TEST_CASE(
   INFO(dir.err);
   CHECK(dir.exit_code != 0);
   CHECK_THAT(dir.err, Catch::Contains("metrics"));
-  CHECK(job.repo.Wb({"jobs", "--config", config}).exit_code == 0);
+  CHECK(dir.exit_code == 1);
+  // And its history says so, as `jobs` does (before: "ok"; round 9, Z5).
+  const RunResult jobs = job.repo.Wb({"jobs", "--config", config, "--json"});
+  REQUIRE(jobs.exit_code == 0);
+  const std::string listed = jobs.out;
+  CHECK(listed.find("\"failed\"") != std::string::npos);
+  CHECK(listed.find("metrics") != std::string::npos);
   // Both runs took their snapshot.
   CHECK(nlohmann::json::parse(job.repo.Ok({"snapshots", "--json"}).out).size() == 2);
 }
