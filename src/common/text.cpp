@@ -50,7 +50,46 @@ bool ActsOnTerminal(uint32_t cp) {
          (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
+// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), and the C1 controls.
+bool IsInvisible(uint32_t cp) {
+  return ActsOnTerminal(cp) || cp == 0x00AD || cp == 0x034F || cp == 0x061C || cp == 0x115F ||
+         cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 || (cp >= 0x180B && cp <= 0x180F) ||
+         (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+         cp == 0xFEFF || cp == 0xFFA0 || (cp >= 0xFFF0 && cp <= 0xFFF8) ||
+         (cp >= 0x1BCA0 && cp <= 0x1BCA3) || (cp >= 0x1D173 && cp <= 0x1D17A) ||
+         (cp >= 0xE0000 && cp <= 0xE0FFF);
+}
+
+// White space (Unicode's White_Space property).
+bool IsSpace(uint32_t cp) {
+  return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
 }  // namespace
+
+std::optional<uint32_t> FirstInvisibleCharacter(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = SequenceAt(text, i);
+    if (length == 0) return std::nullopt;  // not UTF-8: the caller's check says so
+    const uint32_t cp = CodePointAt(text, i, length);
+    if (IsInvisible(cp)) return cp;
+    i += length;
+  }
+  return std::nullopt;
+}
+
+bool HasEdgeSpace(std::string_view text) {
+  if (text.empty() || SequenceAt(text, 0) == 0) return false;
+  if (IsSpace(CodePointAt(text, 0, SequenceAt(text, 0)))) return true;
+  size_t last = text.size() - 1;  // back to the last character's first byte
+  while (last > 0 && (static_cast<uint8_t>(text[last]) & 0xC0) == 0x80)
+    --last;
+  const size_t length = SequenceAt(text, last);
+  return length != 0 && IsSpace(CodePointAt(text, last, length));
+}
 
 bool IsUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {

@@ -20,6 +20,16 @@ size_t CodePoints(std::string_view text);
 // `text` padded with spaces to `columns` characters (as CodePoints counts them).
 std::string PadRight(std::string_view text, size_t columns);
 
+// The first character in well-formed UTF-8 `text` that shows as nothing or acts on a terminal:
+// C1 controls and Unicode's default-ignorable code points (zero-width spaces and joiners, the
+// soft hyphen, bidirectional marks, overrides and isolates, variation selectors, the byte order
+// mark, tag characters). Names with one look like other names (round 9, Z6).
+std::optional<uint32_t> FirstInvisibleCharacter(std::string_view text);
+
+// Whether well-formed UTF-8 `text` begins or ends with white space (ASCII or Unicode's spaces,
+// U+00A0 and U+3000 included).
+bool HasEdgeSpace(std::string_view text);
+
 // A counter as the repository's files write it: decimal digits only (no sign, no space, no
 // prefix), within uint64_t. nullopt otherwise (strtoull would accept "+1", " 1" and wrap).
 std::optional<uint64_t> ParseDecimalU64(std::string_view text);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -202,6 +204,18 @@ Status CheckTag(std::string_view tag) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
       return Status::InvalidArgument("the tag holds a control character (a tab or a newline)");
     }
+  }
+  // A tag that reads as another one ('latest ', a zero-width space inside) would be picked for
+  // it in `snapshots` and the mount view (round 9, Z6).
+  if (HasEdgeSpace(tag)) {
+    return Status::InvalidArgument("the tag begins or ends with white space");
+  }
+  if (const std::optional<uint32_t> cp = FirstInvisibleCharacter(tag)) {
+    char code[16];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(*cp));
+    return Status::InvalidArgument(std::string("the tag holds ") + code +
+                                   ", a character that shows as nothing (a tag with one reads "
+                                   "as another tag)");
   }
   // `wanbackup mount` shows each tag as a link beside the snapshots' numbered directories and
   // `latest` (mount/snapshot_tree.h): a tag that cannot be such a name would be left out.

@@ -45,9 +45,10 @@ struct SnapshotProgress {
 inline constexpr size_t kMaxTagBytes = 256;
 
 // A snapshot's tag: UTF-8, printable (no tab, newline or other control character), at most
-// kMaxTagBytes, and a name the mount view can show as a link: not ".", "..", "latest" or all
-// digits, no "/". The error names what is wrong, not the flag or key it came from. Only tags
-// being set are checked: snapshots recorded with any tag still list, restore and mount.
+// kMaxTagBytes, with no white space at either end and no character that shows as nothing (so it
+// cannot read as another tag), and a name the mount view can show as a link: not ".", "..",
+// "latest" or all digits, no "/". The error names what is wrong, not the flag or key it came from.
+// Only tags being set are checked: snapshots recorded with any tag still list, restore and mount.
 Status CheckTag(std::string_view tag);
 
 struct SnapshotOptions {

@@ -64,3 +64,27 @@ TEST_CASE("text: a terminal is shown controls, stray bytes and bidi overrides es
         "\\u0085 \\u202e \\u2066 \\u2028");
   CHECK(EscapeForTerminal("\xE2\x82\xAC \xF0\x9F\x98\x80") == "\xE2\x82\xAC \xF0\x9F\x98\x80");
 }
+
+TEST_CASE("text: characters that show as nothing, and white space at either end, are found",
+          "[unit]") {
+  using wanbackup::FirstInvisibleCharacter;
+  using wanbackup::HasEdgeSpace;
+  CHECK_FALSE(FirstInvisibleCharacter("n\xC3\xA4"
+                                      "chtlich \xE2\x82\xAC \xF0\x9F\x98\x80")
+                  .has_value());
+  CHECK(FirstInvisibleCharacter("late\xE2\x80\x8Bst") == std::optional<uint32_t>(0x200B));
+  CHECK(FirstInvisibleCharacter("\xEF\xBB\xBFlatest") == std::optional<uint32_t>(0xFEFF));
+  CHECK(FirstInvisibleCharacter("soft\xC2\xADhyphen") == std::optional<uint32_t>(0xAD));
+  CHECK(FirstInvisibleCharacter("x\xE2\x81\xA0y") == std::optional<uint32_t>(0x2060));
+  CHECK(FirstInvisibleCharacter("tag\xF3\xA0\x80\x81") == std::optional<uint32_t>(0xE0001));
+  CHECK(FirstInvisibleCharacter("\xE2\x80\xAE"
+                                "evil") == std::optional<uint32_t>(0x202E));
+  CHECK(HasEdgeSpace("latest "));
+  CHECK(HasEdgeSpace(" latest"));
+  CHECK(HasEdgeSpace(" "));
+  CHECK(HasEdgeSpace("latest\xC2\xA0"));      // U+00A0
+  CHECK(HasEdgeSpace("\xE3\x80\x80latest"));  // U+3000
+  CHECK_FALSE(HasEdgeSpace("nightly run"));
+  CHECK_FALSE(HasEdgeSpace(""));
+  CHECK_FALSE(HasEdgeSpace("n\xC3\xA4"));
+}
