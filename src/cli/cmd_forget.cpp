@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "jobs/source_identity.h"
 #include "repository/forget.h"
 #include "repository/retention.h"
+#include "repository/snapshot_check.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -33,6 +36,7 @@ struct ForgetCommandOptions {
   std::string group_by_text = "source,tag";  // --group-by as given
   pipeline::GroupBy group_by;
   bool allow_empty_source = false;
+  bool lost = false;  // the ids are snapshots repair left out (FindLostSnapshots)
   bool dry_run = false;
   bool json = false;
   RepoFlags repo;
@@ -62,6 +66,11 @@ Status CheckArguments(ForgetCommandOptions* opts) {
     return Status::InvalidArgument(
         "no snapshot and no --keep-* rule given: say what to keep (e.g. --keep-last 7 "
         "--keep-daily 14) or which snapshots to forget; nothing was forgotten");
+  }
+  if (opts->lost && (by_policy || opts->ids.empty())) {
+    return Status::InvalidArgument(
+        "--lost gives up snapshots by number (those 'repair catalog' left out), not by --keep-* "
+        "rules; nothing was forgotten");
   }
   if (!opts->ids.empty() && !opts->source.empty()) {
     return Status::InvalidArgument(
@@ -148,6 +157,9 @@ ForgetPlan PlanByPolicy(const std::vector<pipeline::SnapshotGroup>& groups,
 // Which snapshots to forget: those named by id, or those the --keep-* rules do not keep.
 Result<ForgetPlan> Plan(pipeline::Repository& repo, const ForgetCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo.catalog().Snapshots(false));
+  // The rules decide on what the key sealed, not on rows anyone with the files can edit.
+  WB_RETURN_IF_ERROR(
+      pipeline::CheckRowsMatchRecords(repo, all).WithSuffix("; nothing was forgotten"));
   std::map<std::string, std::string> identities;  // stat once per source name
   auto identity = [&](const std::string& source) {
     auto it = identities.find(source);
@@ -280,8 +292,106 @@ void PrintOutcome(const std::vector<int64_t>& forgotten, bool dry_run, bool upgr
   }
 }
 
+// What one lost snapshot was, and what of it is gone.
+std::string DescribeLost(const pipeline::LostSnapshot& l) {
+  const catalog::SnapshotInfo& info = l.record.info;
+  std::string gone = l.missing != 0 ? std::to_string(l.missing) + " of its chunks" : "";
+  if (l.segments_missing != 0) {
+    gone +=
+        (gone.empty() ? "" : " and ") + std::to_string(l.segments_missing) + " of its map segments";
+  }
+  return "snapshot " + std::to_string(info.id) + " of " + EscapeForTerminal(info.source) +
+         " taken " + LocalTime(info.started_unix_ms) + ": " + gone + " are gone from the packs";
+}
+
+// The lost snapshots the ids name. Each id must name one: not a snapshot the catalog lists,
+// nor one whole in the packs (repair brings that back).
+Result<std::vector<pipeline::LostSnapshot>> FindLost(pipeline::Repository& repo,
+                                                     const std::vector<std::string>& ids) {
+  std::set<int64_t> wanted;
+  for (const std::string& id : ids)
+    wanted.insert(std::strtoll(id.c_str(), nullptr, 10));
+  std::vector<pipeline::LostSnapshot> lost;
+  for (const int64_t id : wanted) {
+    Result<catalog::SnapshotInfo> listed = repo.catalog().GetSnapshot(id);
+    if (listed.ok() && listed->status == catalog::SnapshotStatus::kComplete) {
+      return Status::InvalidArgument("snapshot " + std::to_string(id) +
+                                     " is in the catalog, not lost ('wanbackup forget " +
+                                     std::to_string(id) + "' forgets it); nothing was forgotten");
+    }
+    WB_ASSIGN_OR_RETURN(std::vector<pipeline::LostSnapshot> found,
+                        pipeline::FindLostSnapshots(repo, id));
+    if (found.empty()) {
+      return Status::NotFound(
+          "no lost snapshot " + std::to_string(id) +
+          ": --lost gives up a sealed snapshot that 'repair catalog' left out because chunks of "
+          "it are gone (prune names it); nothing was forgotten");
+    }
+    for (pipeline::LostSnapshot& l : found) {
+      if (l.missing == 0 && l.segments_missing == 0) {
+        return Status::InvalidArgument(
+            "snapshot " + std::to_string(id) +
+            " is whole in the packs: 'wanbackup repair catalog' brings it back; nothing was "
+            "forgotten");
+      }
+      lost.push_back(std::move(l));
+    }
+  }
+  return lost;
+}
+
+void PrintLost(const std::vector<pipeline::LostSnapshot>& lost, bool dry_run, bool json,
+               bool upgraded) {
+  std::vector<int64_t> ids;
+  for (const pipeline::LostSnapshot& l : lost)
+    ids.push_back(l.record.info.id);
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const pipeline::LostSnapshot& l : lost) {
+      list.push_back({{"id", l.record.info.id},
+                      {"source", l.record.info.source},
+                      {"started_unix_ms", l.record.info.started_unix_ms},
+                      {"chunks_missing", l.missing},
+                      {"segments_missing", l.segments_missing}});
+    }
+    OutputJson(
+        {{"dry_run", dry_run}, {"forgotten", ids}, {"lost", list}, {"upgraded_format", upgraded}},
+        2);
+    return;
+  }
+  for (const pipeline::LostSnapshot& l : lost)
+    std::printf("%s\n", DescribeLost(l).c_str());
+  if (dry_run) {
+    PrintInfo("would give up lost snapshot(s) " + JoinIds(ids) +
+              " for good (dry run: nothing was changed)");
+    return;
+  }
+  if (upgraded) PrintInfo("upgraded the repository to format 3 (forget records)");
+  PrintInfo("gave up lost snapshot(s) " + JoinIds(ids) +
+            " for good: a repair no longer looks for them, and 'wanbackup prune' goes on and "
+            "frees what only they held");
+}
+
+// forget --lost: snapshots `repair catalog` left out because chunks of them are gone, given up
+// on purpose so that prune can go on (round 8, Y1).
+Status RunForgetLost(const ForgetCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(auto repo,
+                      OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
+                                                             : pipeline::OpenMode::kExclusive));
+  WB_ASSIGN_OR_RETURN(const std::vector<pipeline::LostSnapshot> lost, FindLost(*repo, opts.ids));
+  bool upgraded = false;
+  if (!opts.dry_run) {
+    WB_ASSIGN_OR_RETURN(const pipeline::ForgetOutcome outcome,
+                        pipeline::ForgetLostSnapshots(*repo, lost));
+    upgraded = outcome.upgraded_format;
+  }
+  PrintLost(lost, opts.dry_run, opts.json, upgraded);
+  return Status::Ok();
+}
+
 Status RunForget(ForgetCommandOptions opts) {
   WB_RETURN_IF_ERROR(CheckArguments(&opts));
+  if (opts.lost) return RunForgetLost(opts);
   // A dry run only reads; a real one must be alone with the repository.
   WB_ASSIGN_OR_RETURN(auto repo,
                       OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
@@ -377,10 +487,16 @@ constexpr const char kForgetFooter[] =
     "repository (so 'repair catalog' does not bring them back); it frees no space:\n"
     "'wanbackup prune' does. Takes the repository alone (waits for readers and writers\n"
     "up to --lock-wait). Snapshot numbers are never reused.\n"
+    "\nLOST SNAPSHOTS: when a pack is gone, 'repair catalog' leaves out each snapshot with\n"
+    "chunks in it, and prune refuses while their sealed records are there (the pack may be\n"
+    "only away: put it back and repair, and they return). Once it is gone for good,\n"
+    "'forget --lost N' gives snapshot N up: it seals a forget record for it, after which prune\n"
+    "goes on and a repair no longer looks for it. --dry-run shows what is missing of each.\n"
     "\nEXAMPLES:\n"
     "  wanbackup forget --repo /backup/db --keep-last 7 --keep-daily 14 --keep-monthly 12\n"
     "  wanbackup forget --repo /backup/db --keep-within 30d --source /dev/vg0/db --dry-run\n"
-    "  wanbackup forget --repo /backup/db 12 15 && wanbackup prune --repo /backup/db";
+    "  wanbackup forget --repo /backup/db 12 15 && wanbackup prune --repo /backup/db\n"
+    "  wanbackup forget --repo /backup/db --lost 9 --dry-run";
 
 }  // namespace
 
@@ -399,6 +515,9 @@ void RegisterForget(CLI::App& app, Runner* runner) {
       ->capture_default_str();
   cmd->add_flag("--allow-empty-source", opts->allow_empty_source,
                 "allow forgetting every snapshot of a source (refused otherwise)");
+  cmd->add_flag("--lost", opts->lost,
+                "give up the numbered snapshots that 'repair catalog' left out because chunks of "
+                "them are gone from the packs for good (prune refuses until then)");
   cmd->add_flag("-n,--dry-run", opts->dry_run,
                 "print what would be kept and forgotten; change "
                 "nothing");

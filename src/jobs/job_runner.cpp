@@ -19,6 +19,7 @@
 #include "repository/prune.h"
 #include "repository/repo_lock.h"
 #include "repository/retention.h"
+#include "repository/snapshot_check.h"
 #include "repository/verifier.h"
 #include "store/s3_url.h"
 
@@ -154,6 +155,10 @@ Status ForgetStep(Context& ctx, StepOutcome* out) {
   WB_ASSIGN_OR_RETURN(pipeline::Repository * repo, Exclusive(ctx, out, "forget"));
   if (repo == nullptr) return Status::Ok();
   WB_ASSIGN_OR_RETURN(std::vector<catalog::SnapshotInfo> all, repo->catalog().Snapshots(false));
+  // The rules decide on what the key sealed (times, job, tag, source), not on rows a storage
+  // writer could edit (round 10, AA1); a difference stops the run before forget and prune.
+  WB_RETURN_IF_ERROR(
+      pipeline::CheckRowsMatchRecords(*repo, all).WithSuffix("; nothing was forgotten"));
   // This job's snapshots of this disk only: another job's (an hourly and a monthly job of one
   // LUN), a snapshot taken by hand and one from before job names were recorded are not its to
   // forget ('wanbackup forget' is). The disk by identity: the portal's spelling may change.

@@ -318,7 +318,10 @@ Status Rebuilder::AddSnapshot(int64_t record_id, const SnapshotRecord& r) {
   if (ids.size() != chunks || missing > 0) {
     report_.problems.push_back("snapshot " + std::to_string(info.id) +
                                " not rebuilt: " + std::to_string(missing) +
-                               " of its chunks are missing from the " + "packs");
+                               " of its chunks are missing from the packs (put back a pack that "
+                               "is only away and repair again; if they are gone for good, "
+                               "'wanbackup forget --lost " +
+                               std::to_string(info.id) + "' gives it up)");
     return Status::Ok();
   }
   catalog::SnapshotInfo row = info;

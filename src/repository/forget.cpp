@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "common/failpoint.h"
 #include "repository/head.h"
 #include "repository/record.h"
+#include "repository/snapshot_check.h"
 #include "repository/snapshot_record.h"
 
 namespace wanbackup::pipeline {
@@ -78,29 +81,26 @@ Status RaiseSnapshotIdFloor(catalog::Catalog& cat, const ForgetRecord& record) {
   return cat.PutSetting(catalog::kSnapshotIdFloor, std::to_string(std::max(old_floor, max_id)));
 }
 
-}  // namespace
-
-Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
-                                      const std::vector<catalog::SnapshotInfo>& snapshots) {
+// Seals `record` with the head that follows (the catalog's set without the snapshots in
+// `listed`, which leave the catalog in the same transaction).
+Result<ForgetOutcome> SealForget(Repository& repo, const ForgetRecord& record,
+                                 const std::vector<catalog::SnapshotInfo>& listed) {
   ForgetOutcome outcome;
-  if (snapshots.empty()) return outcome;
   catalog::Catalog& cat = repo.catalog();
-  WB_ASSIGN_OR_RETURN(const ForgetRecord record, NameForgotten(cat, repo.config().id, snapshots));
   // Before the first record of a kind a format-2 wanbackup does not know.
   if (repo.config().format < kRepositoryFormat) {
     WB_RETURN_IF_ERROR(repo.UpgradeConfig());
     outcome.upgraded_format = true;
   }
   WB_ASSIGN_OR_RETURN(auto txn, cat.Begin());
-  // The head that follows: the catalog's set without the forgotten snapshots.
   WB_ASSIGN_OR_RETURN(std::vector<HeadEntry> set, CatalogSnapshotSet(cat));
   std::erase_if(set, [&](const HeadEntry& e) {
-    return std::any_of(snapshots.begin(), snapshots.end(),
+    return std::any_of(listed.begin(), listed.end(),
                        [&](const catalog::SnapshotInfo& s) { return s.id == e.id; });
   });
   WB_ASSIGN_OR_RETURN(const SealedHead head, SealNextHead(repo, std::move(set)));
   WB_ASSIGN_OR_RETURN(outcome.record_id, WriteForgetRecord(repo, record, head));
-  for (const catalog::SnapshotInfo& s : snapshots)
+  for (const catalog::SnapshotInfo& s : listed)
     WB_RETURN_IF_ERROR(cat.DeleteSnapshot(s.id));
   WB_RETURN_IF_ERROR(RaiseSnapshotIdFloor(cat, record));
   WB_FAILPOINT("forget.before-commit");
@@ -108,6 +108,88 @@ Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
   repo.HeadCommitted(head.record.counter);
   WB_FAILPOINT("forget.after-commit");
   return outcome;
+}
+
+// How much of `lost`'s data no pack holds.
+Status CountMissing(Repository& repo, RecordCodec& codec, LostSnapshot* lost) {
+  SealedMap map(repo, codec, lost->record);
+  for (uint64_t segment = 0; segment < lost->record.segments.size(); ++segment) {
+    Result<const std::vector<Digest>*> digests = map.Segment(segment);
+    if (!digests.ok()) {
+      ++lost->segments_missing;
+      continue;
+    }
+    for (const Digest& d : **digests) {
+      if (d == kZeroChunkDigest) continue;
+      WB_ASSIGN_OR_RETURN(const std::optional<int64_t> row, repo.catalog().FindChunk(d));
+      if (!row) ++lost->missing;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
+                                      const std::vector<catalog::SnapshotInfo>& snapshots) {
+  if (snapshots.empty()) return ForgetOutcome{};
+  WB_ASSIGN_OR_RETURN(const ForgetRecord record,
+                      NameForgotten(repo.catalog(), repo.config().id, snapshots));
+  return SealForget(repo, record, snapshots);
+}
+
+Result<std::vector<LostSnapshot>> FindLostSnapshots(Repository& repo, int64_t id) {
+  catalog::Catalog& cat = repo.catalog();
+  RecordCodec codec(repo.keys(), repo.config().zstd_level);
+  std::set<int64_t> listed;  // the sealed records of the catalog's snapshots
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::SnapshotInfo> rows, cat.Snapshots(true));
+  for (const catalog::SnapshotInfo& s : rows)
+    listed.insert(s.record_id);
+  std::vector<LostSnapshot> found;
+  WB_RETURN_IF_ERROR(cat.ForEachChunk([&](const catalog::ChunkRecord& c) -> Status {
+    if (c.kind != catalog::ChunkKind::kSnapshotRecord || listed.count(c.id) != 0) {
+      return Status::Ok();
+    }
+    WB_ASSIGN_OR_RETURN(std::vector<uint8_t> plain,
+                        LoadRecord(repo, codec, c, RecordKind::kSnapshot, kMaxSnapshotRecordSize));
+    WB_ASSIGN_OR_RETURN(SnapshotRecord r, DecodeSnapshotRecord(plain.data(), plain.size()));
+    if (r.info.id == id && r.repository_id == repo.config().id) {
+      found.push_back(LostSnapshot{std::move(r), c.id, c.digest, 0, 0});
+    }
+    return Status::Ok();
+  }));
+  if (found.empty()) return found;
+  WB_ASSIGN_OR_RETURN(const std::set<Digest> forgotten, ForgottenRecords(repo, codec));
+  std::erase_if(found, [&](const LostSnapshot& l) { return forgotten.count(l.digest) != 0; });
+  for (LostSnapshot& l : found)
+    WB_RETURN_IF_ERROR(CountMissing(repo, codec, &l));
+  return found;
+}
+
+Result<ForgetOutcome> ForgetLostSnapshots(Repository& repo, const std::vector<LostSnapshot>& lost) {
+  if (lost.empty()) return ForgetOutcome{};
+  ForgetRecord record;
+  record.repository_id = repo.config().id;
+  record.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+  for (const LostSnapshot& l : lost)
+    record.snapshots.push_back(ForgottenSnapshot{l.record.info.id, l.digest});
+  return SealForget(repo, record, {});
+}
+
+Result<std::set<Digest>> ForgottenRecords(Repository& repo, RecordCodec& codec) {
+  std::set<Digest> forgotten;
+  WB_RETURN_IF_ERROR(repo.catalog().ForEachChunk([&](const catalog::ChunkRecord& c) -> Status {
+    if (c.kind != catalog::ChunkKind::kForgetRecord) return Status::Ok();
+    WB_ASSIGN_OR_RETURN(std::vector<uint8_t> plain,
+                        LoadRecord(repo, codec, c, RecordKind::kForget, kMaxForgetRecordSize));
+    WB_ASSIGN_OR_RETURN(ForgetRecord r, DecodeForgetRecord(plain.data(), plain.size()));
+    for (const ForgottenSnapshot& f : r.snapshots)
+      forgotten.insert(f.record);
+    return Status::Ok();
+  }));
+  return forgotten;
 }
 
 }  // namespace wanbackup::pipeline

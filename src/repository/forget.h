@@ -10,11 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "catalog/catalog.h"
 #include "common/result.h"
+#include "repository/record.h"
 #include "repository/repository.h"
+#include "repository/snapshot_record.h"
 
 namespace wanbackup::pipeline {
 
@@ -25,5 +28,29 @@ struct ForgetOutcome {
 
 Result<ForgetOutcome> ForgetSnapshots(Repository& repo,
                                       const std::vector<catalog::SnapshotInfo>& snapshots);
+
+// A sealed snapshot record the catalog indexes but no snapshot lists and no forget record names:
+// what `repair catalog` left out because chunks of it are gone from the packs. Prune refuses
+// while one is there (it cannot tell a pack gone for good from one that is only away), so such
+// a snapshot is given up on purpose (`forget --lost`; round 8, Y1).
+struct LostSnapshot {
+  SnapshotRecord record;
+  int64_t record_row = 0;  // its chunks row
+  Digest digest{};         // of the sealed record, as a forget record names it
+  uint64_t missing = 0;    // chunks it names that no pack holds (all-zero chunks are never stored)
+  uint64_t segments_missing = 0;  // of its map segments (their chunks are not counted above)
+};
+
+// The lost snapshots numbered `id` (two where a client without an anchor reused the number).
+// A snapshot the catalog lists is not among them; one that is whole in the packs is, with
+// nothing missing (repair would bring it back).
+Result<std::vector<LostSnapshot>> FindLostSnapshots(Repository& repo, int64_t id);
+
+// Seals one forget record naming `lost` (the head's snapshot set is unchanged), after which
+// prune no longer refuses for them and a rebuild leaves them out for good.
+Result<ForgetOutcome> ForgetLostSnapshots(Repository& repo, const std::vector<LostSnapshot>& lost);
+
+// The digests of the sealed records of every snapshot a forget record names.
+Result<std::set<Digest>> ForgottenRecords(Repository& repo, RecordCodec& codec);
 
 }  // namespace wanbackup::pipeline

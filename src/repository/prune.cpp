@@ -10,6 +10,7 @@
 #include "common/failpoint.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "repository/forget.h"
 #include "repository/head.h"
 #include "repository/pack_record.h"
 #include "repository/record.h"
@@ -118,21 +119,6 @@ Status SealedSnapshotsIn(Repository& repo, RecordCodec& codec, const std::string
   return Status::Ok();
 }
 
-// The sealed records of every snapshot a forget record names.
-Result<std::set<Digest>> ForgottenRecords(Repository& repo, RecordCodec& codec) {
-  std::set<Digest> forgotten;
-  WB_RETURN_IF_ERROR(repo.catalog().ForEachChunk([&](const catalog::ChunkRecord& c) -> Status {
-    if (c.kind != catalog::ChunkKind::kForgetRecord) return Status::Ok();
-    WB_ASSIGN_OR_RETURN(std::vector<uint8_t> plain,
-                        LoadRecord(repo, codec, c, RecordKind::kForget, kMaxForgetRecordSize));
-    WB_ASSIGN_OR_RETURN(ForgetRecord r, DecodeForgetRecord(plain.data(), plain.size()));
-    for (const ForgottenSnapshot& f : r.snapshots)
-      forgotten.insert(f.record);
-    return Status::Ok();
-  }));
-  return forgotten;
-}
-
 Status Pruner::FindOrphans() {
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> packs, cat_.Packs());
   for (const catalog::PackInfo& p : packs)
@@ -201,7 +187,9 @@ Status Pruner::RefuseUnlisted() {
         LocalTime(sealed.started_unix_ms) +
         " that the catalog does not list and no forget record names (a catalog behind its "
         "packs, or a snapshot killed just before its commit); prune changed nothing; run "
-        "'wanbackup repair catalog' first, and keep that pack if repair leaves the snapshot out");
+        "'wanbackup repair catalog' first; if repair leaves the snapshot out because chunks of it "
+        "are gone for good, 'wanbackup forget --lost " +
+        std::to_string(sealed.id) + "' gives it up");
   }
   return Status::Ok();
 }

@@ -95,6 +95,29 @@ Result<SnapshotRecord> LoadMatchingRecord(Repository& repo, RecordCodec& codec,
   return sealed;
 }
 
+Status CheckRowsMatchRecords(Repository& repo, const std::vector<catalog::SnapshotInfo>& rows,
+                             std::vector<std::string>* unreadable) {
+  RecordCodec codec(repo.keys(), repo.config().zstd_level);
+  for (const catalog::SnapshotInfo& row : rows) {
+    Result<SnapshotRecord> sealed = LoadSnapshotRecord(repo, codec, row);
+    if (!sealed.ok() && unreadable != nullptr) {
+      unreadable->push_back(sealed.status().message());
+      continue;
+    }
+    Status s = sealed.status();
+    if (s.ok()) {
+      catalog::SnapshotInfo expected = sealed->info;
+      expected.record_id = row.record_id;
+      if (const std::string field = DifferentField(row, expected); !field.empty()) {
+        s = Status::Corruption(Tampered(row.id, "its " + field + " differs"));
+      }
+    }
+    WB_RETURN_IF_ERROR(
+        s.WithSuffix("; 'wanbackup repair catalog' rebuilds the catalog from the packs"));
+  }
+  return Status::Ok();
+}
+
 Result<Digest> SealedMap::At(uint64_t index) {
   if (index >= record_.info.chunk_count()) {
     return Status::Corruption("chunk " + std::to_string(index) + " lies past the sealed map");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "catalog/catalog.h"
@@ -40,6 +41,15 @@ Result<SnapshotRecord> LoadSnapshotRecord(Repository& repo, RecordCodec& codec,
 // after a check cannot substitute another snapshot's record.
 Result<SnapshotRecord> LoadMatchingRecord(Repository& repo, RecordCodec& codec,
                                           const catalog::SnapshotInfo& row);
+
+// LoadMatchingRecord for each of `rows`, for what decides on their metadata: forget's keep_*
+// rules, by hand or in a job, read times, tags, jobs and sources, which a storage writer could
+// otherwise edit in catalog.db to have the key holder forget the newest snapshot (round 10,
+// AA1). Corruption naming the first snapshot that differs, and 'repair catalog'. With
+// `unreadable`, a record that cannot be read (its pack gone or damaged: damage `verify` and
+// `repair catalog` deal with, not a forged row) is reported there instead, for a listing.
+Status CheckRowsMatchRecords(Repository& repo, const std::vector<catalog::SnapshotInfo>& rows,
+                             std::vector<std::string>* unreadable = nullptr);
 
 // Reads sealed map segments of a snapshot record one at a time (for in-order walks). The
 // catalog only says where a segment's record lies; the record must open under the AEAD with the

@@ -198,6 +198,29 @@ TEST_CASE(
   CHECK(SameFile(standby, s.image));
 }
 
+TEST_CASE(
+    "run: a snapshot taken by hand whose catalog row a storage writer gave the job's name is not "
+    "forgotten: the run stops before forget and prune",
+    "[jobs]") {
+  JobSetup s;
+  s.Write("keep_last = 1\nprune_interval = \"always\"\n");
+  WriteNoiseImage(s.image, 1, 2);
+  s.Json({"run", "disk"});                                      // 1
+  s.repo.Ok({"snapshot", s.image, "--tag", "before-upgrade"});  // 2, by hand
+  Sql(s.repo.catalog(), "UPDATE snapshots SET job = 'disk', tag = '' WHERE id = 2");
+  WriteNoiseImage(s.image, 2, 2);
+  const RunResult r = s.Wb({"run", "disk"});  // 3
+  INFO(r.err);
+  // Before: the forget step dropped 2 as the job's own, and prune freed it (round 10, AA1).
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("snapshot 2: the catalog disagrees with the snapshot's sealed record") !=
+        std::string::npos);
+  s.repo.Ok({"repair", "catalog"});
+  const auto listed = nlohmann::json::parse(s.repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[1]["tag"] == "before-upgrade");
+}
+
 TEST_CASE("jobs: a repository that is not there is named as such", "[jobs]") {
   JobSetup s;
   s.Write("");

@@ -531,6 +531,90 @@ struct LostSnapshotOne {
   std::string packs;
 };
 
+TEST_CASE(
+    "forget --lost: a snapshot repair left out because a pack is gone for good is given up on "
+    "purpose, after which prune goes on, and a listed one or one with no record is refused",
+    "[trust]") {
+  TempDir dir("pack-lost");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  WriteNoiseImage(dir / "b.img", 2, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});  // 1, the pack that will be lost
+  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(100000)
+      << "changed!";
+  repo.Ok({"snapshot", dir / "a.img"});  // 2: most chunks in 1's pack, its record in its own
+  repo.Ok({"snapshot", dir / "b.img"});  // 3: nothing in 1's pack
+  REQUIRE(std::filesystem::remove(AttackOldestPack(repo)));  // gone for good
+  CHECK(repo.Wb({"repair", "catalog", "--allow-missing-packs"}).exit_code == 3);
+  repo.Ok({"trust"});
+  // Before: prune refused for good, and nothing could forget snapshot 2 (round 8, Y1).
+  CheckOneLineError(repo.Wb({"prune"}), 3, "'wanbackup forget --lost 2' gives it up");
+  CheckOneLineError(repo.Wb({"forget", "--lost", "3"}), 2,
+                    "snapshot 3 is in the catalog, not lost");
+  CheckOneLineError(repo.Wb({"forget", "--lost", "1"}), 6, "no lost snapshot 1");
+  CheckOneLineError(repo.Wb({"forget", "--lost", "--keep-last", "1"}), 2,
+                    "--lost gives up snapshots by number");
+  const auto before = TreeContents(repo.path() + "/packs");
+  const RunResult dry = repo.Wb({"forget", "--lost", "2", "--dry-run"});
+  INFO(dry.err);
+  CHECK(dry.exit_code == 0);
+  CHECK(dry.out.find("snapshot 2 of " + (dir / "a.img")) != std::string::npos);
+  CHECK(dry.out.find("of its chunks are gone from the packs") != std::string::npos);
+  CHECK(dry.err.find("would give up lost snapshot(s) 2") != std::string::npos);
+  CHECK(TreeContents(repo.path() + "/packs") == before);
+  const nlohmann::json given = Json(repo.Wb({"forget", "--lost", "2", "--json"}));
+  CHECK(given["forgotten"] == nlohmann::json::array({2}));
+  CHECK(given["lost"][0]["chunks_missing"].get<int>() > 0);
+  repo.Ok({"prune"});
+  repo.Ok({"restore", "3", "--to", dir / "back3.img"});
+  CHECK(SameFile(dir / "back3.img", dir / "b.img"));
+  // A repair no longer looks for it, and the number stays used.
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO(repair.err);
+  CHECK(repair.exit_code == 0);
+  repo.Ok({"snapshot", dir / "b.img"});
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[1]["id"] == 4);
+}
+
+TEST_CASE(
+    "storage attack: forget decides on the sealed records, so rows a storage writer edited to "
+    "make the newest snapshot look old are refused and nothing is forgotten",
+    "[trust]") {
+  TempDir dir("forget-forged");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  WriteNoiseImage(dir / "a.img", 2, 3);
+  repo.Ok({"snapshot", dir / "a.img"});
+  // No key needed: snapshot 2 made to look a day older than 1, then a hand-taken tag dropped.
+  wanbackup::testing::Sql(
+      repo.catalog(),
+      "UPDATE snapshots SET started = started - 86400000, finished = finished - 86400000 "
+      "WHERE id = 2");
+  const auto before = TreeContents(repo.path() + "/packs");
+  // Before: "keep 1, forget 2", and prune freed the newest snapshot (round 10, AA1).
+  const RunResult r = repo.Wb({"forget", "--keep-last", "1"});
+  CheckOneLineError(r, 3, "snapshot 2: the catalog disagrees with the snapshot's sealed record");
+  CHECK(r.err.find("'wanbackup repair catalog' rebuilds the catalog from the packs; nothing was "
+                   "forgotten") != std::string::npos);
+  CHECK(repo.Wb({"forget", "1"}).exit_code == 3);  // by number too: the rules' rows are read
+  // Nor does the listing show the forged time (round 10, AA3).
+  CheckOneLineError(repo.Wb({"snapshots"}), 3, "snapshot 2: the catalog disagrees");
+  CHECK(TreeContents(repo.path() + "/packs") == before);
+  // The remedy the message names: the rows come back from the sealed records.
+  repo.Ok({"repair", "catalog"});
+  repo.Ok({"forget", "--keep-last", "1"});
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["id"] == 2);
+  repo.Ok({"restore", "latest", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", dir / "a.img"));
+}
+
 }  // namespace
 
 TEST_CASE(
