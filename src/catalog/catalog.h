@@ -22,7 +22,7 @@ namespace wanbackup::catalog {
 
 using Digest = std::array<uint8_t, 32>;
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 // Chunk indices per stored map segment (256 GiB of LUN at 4 MiB chunks).
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
@@ -120,6 +120,9 @@ struct Replica {
   // What the target looked like when the last run finished (size, stable device id, a file's
   // modification time); a run that finds it otherwise compares instead of trusting the record.
   std::string fingerprint;
+  // A MAC of the fields above under the repository key (pipeline::ReplicaSeal), so that a record
+  // someone without the key wrote or changed is not trusted ('' on rows from before schema 6).
+  std::string seal;
   int64_t updated_unix_ms = 0;
   uint64_t bytes_written = 0;   // by the last finished run
   uint64_t chunks_written = 0;  // by the last finished run

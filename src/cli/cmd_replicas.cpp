@@ -18,6 +18,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
+#include "pipeline/replicator.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -30,8 +31,10 @@ struct ReplicasCommandOptions {
 };
 
 // consistent; inconsistent (a stopped run the next one finishes from the chunk maps); unknown
-// (a stopped run that was comparing: the next one reads the replica again).
-std::string State(const catalog::Replica& r) {
+// (a stopped run that was comparing, or a record not sealed by the repository key: the next one
+// reads the replica again).
+std::string State(const catalog::Replica& r, const pipeline::KeySet& keys) {
+  if (!pipeline::ReplicaSealed(keys, r)) return "unknown";
   if (r.consistent()) return "consistent";
   if (r.writing_snapshot_id != 0 && r.snapshot_id != 0) return "inconsistent";
   return "unknown";
@@ -80,8 +83,8 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
       list.push_back({{"id", r.id},
                       {"target", r.target},
                       {"identity", r.identity},
-                      {"state", State(r)},
-                      {"snapshot", r.consistent() ? r.snapshot_id : 0},
+                      {"state", State(r, repo->keys())},
+                      {"snapshot", State(r, repo->keys()) == "consistent" ? r.snapshot_id : 0},
                       {"writing_snapshot", r.writing_snapshot_id},
                       {"updated_unix_ms", r.updated_unix_ms},
                       {"bytes_written", r.bytes_written},
@@ -97,12 +100,15 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
   std::printf("%-4s %-12s %-8s %-19s %-11s %s\n", "ID", "STATE", "SNAPSHOT", "UPDATED",
               "LAST WROTE", "TARGET");
   for (const catalog::Replica& r : replicas) {
+    const std::string state = State(r, repo->keys());
+    const bool sealed = pipeline::ReplicaSealed(repo->keys(), r);
     const std::string snapshot =
-        r.consistent()
+        !sealed ? "-"
+        : r.consistent()
             ? std::to_string(r.snapshot_id)
             : (r.writing_snapshot_id != 0 ? "->" + std::to_string(r.writing_snapshot_id) : "-");
-    std::printf("%-4lld %-12s %-8s %-19s %-11s %s\n", static_cast<long long>(r.id),
-                State(r).c_str(), snapshot.c_str(), LocalTime(r.updated_unix_ms).c_str(),
+    std::printf("%-4lld %-12s %-8s %-19s %-11s %s\n", static_cast<long long>(r.id), state.c_str(),
+                snapshot.c_str(), LocalTime(r.updated_unix_ms).c_str(),
                 FormatBytes(r.bytes_written).c_str(), EscapeForTerminal(r.target).c_str());
   }
   return Status::Ok();
@@ -122,8 +128,9 @@ void RegisterReplicas(CLI::App& app, Runner* runner) {
   cmd->footer(
       "\nSTATE: consistent (holds SNAPSHOT exactly, as far as wanbackup wrote it), inconsistent\n"
       "(a replicate to ->SNAPSHOT was stopped: the next one finishes it from the chunk maps),\n"
-      "unknown (a stopped run was comparing it: the next one reads it again). Never bring a\n"
-      "standby up from a replica that is not consistent. Records live in the catalog only:\n"
+      "unknown (a stopped run was comparing it, or its record is not sealed by the repository\n"
+      "key: the next one reads it again). Never bring a standby up from a replica that is\n"
+      "not consistent. Records live in the catalog only, sealed by the repository key:\n"
       "after 'repair catalog' or --forget, a LUN's next replicate reads it to compare, and a\n"
       "file or device that holds data is refused (a job's replicate_to too) until\n"
       "'wanbackup replicate SNAPSHOT --to TARGET --force' makes it a replica again.\n"

@@ -1,6 +1,9 @@
 #include "pipeline/replicator.h"
 
+#include <sodium.h>
+
 #include "common/failpoint.h"
+#include "common/hex.h"
 #include "repository/record.h"
 #include "repository/snapshot_check.h"
 
@@ -34,6 +37,7 @@ Result<std::string> Comparable(Repository& repo, int64_t id, const catalog::Snap
 
 Status Save(Repository& repo, catalog::Replica* replica) {
   replica->updated_unix_ms = NowUnixMs();
+  replica->seal = ReplicaSeal(repo.keys(), *replica);
   WB_ASSIGN_OR_RETURN(auto tx, repo.catalog().Begin());
   WB_ASSIGN_OR_RETURN(replica->id, repo.catalog().PutReplica(*replica));
   return tx->Commit();
@@ -68,6 +72,24 @@ ReplicatePlan Check(std::string reason) {
 
 }  // namespace
 
+std::string ReplicaSeal(const KeySet& keys, const catalog::Replica& replica) {
+  // Each field with its length, so that no two records read alike.
+  std::string text = "wanbackup replica record v1\n";
+  for (const std::string& field :
+       {replica.identity, replica.target, std::to_string(replica.snapshot_id),
+        std::to_string(replica.writing_snapshot_id), replica.fingerprint}) {
+    text += std::to_string(field.size()) + ":" + field + "\n";
+  }
+  const Digest mac = keys.ConfigMac(text);
+  return ToHex(mac.data(), mac.size());
+}
+
+bool ReplicaSealed(const KeySet& keys, const catalog::Replica& replica) {
+  const std::string want = ReplicaSeal(keys, replica);
+  return replica.seal.size() == want.size() &&
+         sodium_memcmp(replica.seal.data(), want.data(), want.size()) == 0;
+}
+
 const char* ReplicateModeName(ReplicateMode mode) {
   switch (mode) {
     case ReplicateMode::kDiff:
@@ -86,6 +108,11 @@ Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInf
   if (options.target_new) return ReplicatePlan{ReplicateMode::kFull, 0, "a new file"};
   if (options.check) return Check("--check: reading the replica to compare");
   if (replica.id == 0) return Check("no record of this replica: reading it to compare");
+  if (!ReplicaSealed(repo.keys(), replica)) {
+    return Check(
+        "its record is not sealed by this repository's key (catalog.db was changed, or the "
+        "record is from before records were sealed): reading it to compare");
+  }
   if (options.fingerprint.empty()) {
     return Check("it has no stable identity (no device id): reading it to compare");
   }

@@ -67,7 +67,16 @@ struct ReplicateResult {
   std::chrono::nanoseconds elapsed{0};
 };
 
-// Decides how `replica` is brought to `snapshot` (see above); reads only the catalog.
+// The seal of `replica`'s record: a MAC under the repository key of what a run trusts it for
+// (identity, target, the snapshots it holds or is being written, fingerprint). The replicas
+// table is not authenticated and not in the packs: a storage writer who set `snapshot_id` had a
+// replica diffed from a snapshot it did not hold, "consistent" and wrong (round 10, AA2). Does
+// not stop an old sealed row being put back (the fingerprint does, for a file: its mtime).
+std::string ReplicaSeal(const KeySet& keys, const catalog::Replica& replica);
+bool ReplicaSealed(const KeySet& keys, const catalog::Replica& replica);
+
+// Decides how `replica` is brought to `snapshot` (see above); reads only the catalog. A record
+// whose seal does not verify is compared, as one with no record is.
 Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInfo& snapshot,
                                     const catalog::Replica& replica,
                                     const ReplicateOptions& options);

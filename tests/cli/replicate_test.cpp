@@ -347,6 +347,34 @@ TEST_CASE("restore: over a recorded replica it is refused, naming replicate and 
 }
 
 TEST_CASE(
+    "replicate: a replica record a storage writer changed is not trusted: the replica is read "
+    "to compare and ends exact",
+    "[replicate]") {
+  Setup s;
+  s.Replicate();  // holds 1
+  WriteImage(s.image, 2, 99);
+  s.repo.Ok({"snapshot", s.image, "--json"});  // 2
+  // No key needed to edit the table: before, the next replicate of 2 "was at snapshot 2: wrote
+  // 0 chunks" and the replica stayed at 1, recorded consistent (round 10, AA2).
+  wanbackup::testing::Sql(s.repo.catalog(), "UPDATE replicas SET snapshot_id = 2");
+  const nlohmann::json listed = Json(s.repo.Wb({"replicas", "--json"}));
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["state"] == "unknown");
+  const RunResult r = s.repo.Wb({"replicate", "latest", "--to", s.replica, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("its record is not sealed by this repository's key") != std::string::npos);
+  CHECK(nlohmann::json::parse(r.out)["mode"] == "check");
+  CHECK(SameFile(s.replica, s.image));
+  // The record the run wrote is sealed again: the next run diffs.
+  CHECK(Json(s.repo.Wb({"replicas", "--json"}))[0]["state"] == "consistent");
+  WriteImage(s.image, 3, 7);
+  s.repo.Ok({"snapshot", s.image, "--json"});
+  CHECK(s.Replicate()["mode"] == "diff");
+  CHECK(SameFile(s.replica, s.image));
+}
+
+TEST_CASE(
     "replicas --forget: says what the next replicate does with the file, and an empty id is an "
     "error",
     "[replicate]") {

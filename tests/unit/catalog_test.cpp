@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
@@ -204,7 +205,8 @@ TEST_CASE("catalog: a snapshot's job is kept, and a schema 4 catalog gains the c
   REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
   CHECK(sqlite3_exec(raw,
                      "ALTER TABLE snapshots DROP COLUMN job; "
-                     "ALTER TABLE job_runs DROP COLUMN pid_started; PRAGMA user_version = 4;",
+                     "ALTER TABLE job_runs DROP COLUMN pid_started; "
+                     "ALTER TABLE replicas DROP COLUMN seal; PRAGMA user_version = 4;",
                      nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(raw);
   auto c = std::move(Catalog::Open(db.path, false)).value();
@@ -213,4 +215,15 @@ TEST_CASE("catalog: a snapshot's job is kept, and a schema 4 catalog gains the c
   REQUIRE(all.size() == 1);
   CHECK(all[0].job.empty());
   CHECK(all[0].source == "/dev/sda");
+  // Schema 6's replica seal is kept, and read back as written.
+  Replica r;
+  r.identity = "file:1:2";
+  r.target = "/standby.img";
+  r.seal = "00ff";
+  r.updated_unix_ms = 1;
+  const int64_t id = c->PutReplica(r).value();
+  const std::optional<Replica> back = c->FindReplica("file:1:2").value();
+  REQUIRE(back.has_value());
+  CHECK(back->id == id);
+  CHECK(back->seal == "00ff");
 }

@@ -5,7 +5,7 @@ namespace {
 
 constexpr const char* kSelect =
     "SELECT id, identity, target, snapshot_id, writing_snapshot_id, updated, bytes_written, "
-    "chunks_written, fingerprint FROM replicas ";
+    "chunks_written, fingerprint, seal FROM replicas ";
 
 Replica FromRow(const Stmt& s) {
   Replica r;
@@ -18,6 +18,7 @@ Replica FromRow(const Stmt& s) {
   r.bytes_written = static_cast<uint64_t>(s.Int(6));
   r.chunks_written = static_cast<uint64_t>(s.Int(7));
   r.fingerprint = s.Text(8);
+  r.seal = s.Text(9);
   return r;
 }
 
@@ -37,12 +38,12 @@ Result<int64_t> PutReplica(const Db& db, const Replica& r) {
       Stmt s,
       Stmt::Prepare(db, r.id == 0 ? "INSERT INTO replicas (identity, target, snapshot_id, "
                                     "writing_snapshot_id, updated, bytes_written, "
-                                    "chunks_written, fingerprint) "
-                                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                                    "chunks_written, fingerprint, seal) "
+                                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                                   : "UPDATE replicas SET identity = ?, target = ?, "
                                     "snapshot_id = ?, writing_snapshot_id = ?, updated = ?, "
-                                    "bytes_written = ?, chunks_written = ?, fingerprint = ? "
-                                    "WHERE id = ?"));
+                                    "bytes_written = ?, chunks_written = ?, fingerprint = ?, "
+                                    "seal = ? WHERE id = ?"));
   s.Bind(1, r.identity)
       .Bind(2, r.target)
       .Bind(3, r.snapshot_id)
@@ -50,8 +51,9 @@ Result<int64_t> PutReplica(const Db& db, const Replica& r) {
       .Bind(5, r.updated_unix_ms)
       .Bind(6, static_cast<int64_t>(r.bytes_written))
       .Bind(7, static_cast<int64_t>(r.chunks_written))
-      .Bind(8, r.fingerprint);
-  if (r.id != 0) s.Bind(9, r.id);
+      .Bind(8, r.fingerprint)
+      .Bind(9, r.seal);
+  if (r.id != 0) s.Bind(10, r.id);
   WB_RETURN_IF_ERROR(s.Run());
   if (r.id == 0) return sqlite3_last_insert_rowid(db.get());
   if (sqlite3_changes(db.get()) != 1) return Status::NotFound("no replica " + std::to_string(r.id));

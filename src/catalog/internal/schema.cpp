@@ -98,6 +98,11 @@ CREATE TABLE replicas (
 ALTER TABLE snapshots ADD COLUMN job TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN pid_started INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 5 -> 6: each replica's record sealed under the repository key (pipeline/replicator.h):
+    // rows from before have none, and their next replicate compares (round 10, AA2).
+    R"sql(
+ALTER TABLE replicas ADD COLUMN seal TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
