@@ -50,10 +50,12 @@ bool ActsOnTerminal(uint32_t cp) {
          (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), and the C1 controls.
+// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), the C1 controls, and the
+// blank Braille pattern (round 10, AA4).
 bool IsInvisible(uint32_t cp) {
   return ActsOnTerminal(cp) || cp == 0x00AD || cp == 0x034F || cp == 0x061C || cp == 0x115F ||
          cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 || (cp >= 0x180B && cp <= 0x180F) ||
+         cp == 0x2800 ||  // BRAILLE PATTERN BLANK: not ignorable, but shows as a blank
          (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
          (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
          cp == 0xFEFF || cp == 0xFFA0 || (cp >= 0xFFF0 && cp <= 0xFFF8) ||

@@ -77,6 +77,7 @@ TEST_CASE("text: characters that show as nothing, and white space at either end,
   CHECK(FirstInvisibleCharacter("soft\xC2\xADhyphen") == std::optional<uint32_t>(0xAD));
   CHECK(FirstInvisibleCharacter("x\xE2\x81\xA0y") == std::optional<uint32_t>(0x2060));
   CHECK(FirstInvisibleCharacter("tag\xF3\xA0\x80\x81") == std::optional<uint32_t>(0xE0001));
+  CHECK(FirstInvisibleCharacter("latest\xE2\xA0\x80") == std::optional<uint32_t>(0x2800));
   CHECK(FirstInvisibleCharacter("\xE2\x80\xAE"
                                 "evil") == std::optional<uint32_t>(0x202E));
   CHECK(HasEdgeSpace("latest "));
