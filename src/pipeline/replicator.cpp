@@ -1,7 +1,5 @@
 #include "pipeline/replicator.h"
 
-#include <sodium.h>
-
 #include "common/failpoint.h"
 #include "common/hex.h"
 #include "repository/record.h"
@@ -86,8 +84,11 @@ std::string ReplicaSeal(const KeySet& keys, const catalog::Replica& replica) {
 
 bool ReplicaSealed(const KeySet& keys, const catalog::Replica& replica) {
   const std::string want = ReplicaSeal(keys, replica);
-  return replica.seal.size() == want.size() &&
-         sodium_memcmp(replica.seal.data(), want.data(), want.size()) == 0;
+  if (replica.seal.size() != want.size()) return false;
+  unsigned char differ = 0;  // every byte compared, whatever the first difference
+  for (size_t i = 0; i < want.size(); ++i)
+    differ |= static_cast<unsigned char>(replica.seal[i] ^ want[i]);
+  return differ == 0;
 }
 
 const char* ReplicateModeName(ReplicateMode mode) {
