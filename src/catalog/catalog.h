@@ -27,6 +27,12 @@ inline constexpr int kSchemaVersion = 6;
 inline constexpr uint64_t kMapSegmentChunks = 65536;
 // Setting: the largest snapshot id ever given out (forgotten snapshots included).
 inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
+// Setting: the packs an earlier catalog named that `repair catalog --allow-missing-packs` rebuilt
+// without (names, space-separated). A snapshot whose sealed record is in one of them may use
+// chunks of packs that are there, and nothing else says so: prune removes nothing while one is
+// listed (round 11, AB1). A repair drops the names of packs that are back; `forget --lost-packs`
+// drops the rest, once they are gone for good.
+inline constexpr const char kMissingPacks[] = "missing_packs";
 // The highest snapshot number a repository gives out (2^48): a catalog whose rows or floor
 // would number a snapshot above it is damaged or forged (its settings are not authenticated),
 // and BeginSnapshot refuses rather than seal a number nothing can follow (round 8, Y5).

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ struct ForgetCommandOptions {
   std::string group_by_text = "source,tag";  // --group-by as given
   pipeline::GroupBy group_by;
   bool allow_empty_source = false;
-  bool lost = false;  // the ids are snapshots repair left out (FindLostSnapshots)
+  bool lost = false;        // the ids are snapshots repair left out (FindLostSnapshots)
+  bool lost_packs = false;  // give up the packs the catalog records as missing
   bool dry_run = false;
   bool json = false;
   RepoFlags repo;
@@ -58,6 +60,12 @@ Status CheckArguments(ForgetCommandOptions* opts) {
   }
   WB_RETURN_IF_ERROR(pipeline::CheckKeepTags(opts->policy.keep_tags).WithContext("--keep-tag"));
   const bool by_policy = !opts->policy.empty();
+  if (opts->lost_packs && (by_policy || !opts->ids.empty() || opts->lost)) {
+    return Status::InvalidArgument(
+        "--lost-packs gives up the packs 'repair catalog' found missing, and takes no snapshot "
+        "or rule; nothing was forgotten");
+  }
+  if (opts->lost_packs) return Status::Ok();
   if (by_policy && !opts->ids.empty()) {
     return Status::InvalidArgument(
         "give snapshot ids or --keep-* rules, not both; nothing was forgotten");
@@ -78,9 +86,10 @@ Status CheckArguments(ForgetCommandOptions* opts) {
         "snapshot ids it has no meaning");
   }
   for (const std::string& id : opts->ids) {
-    char* end = nullptr;
-    const long long n = std::strtoll(id.c_str(), &end, 10);
-    if (id.empty() || *end != '\0' || n <= 0) {
+    // Digits only, within the numbers a repository gives out (strtoll took " 1" and clamped
+    // 2^64 + 3 to the largest number; round 11, AB6).
+    const std::optional<uint64_t> n = ParseDecimalU64(id);
+    if (!n || *n == 0 || *n > static_cast<uint64_t>(catalog::kMaxSnapshotId)) {
       return Status::InvalidArgument("'" + id +
                                      "' is not a snapshot number; nothing was forgotten");
     }
@@ -313,14 +322,17 @@ Result<std::vector<pipeline::LostSnapshot>> FindLost(pipeline::Repository& repo,
     wanted.insert(std::strtoll(id.c_str(), nullptr, 10));
   std::vector<pipeline::LostSnapshot> lost;
   for (const int64_t id : wanted) {
+    // A lost record first: where a number was given out twice (a client without an anchor),
+    // the catalog may list another snapshot under it, which stays (the forget record names the
+    // lost one's record).
+    WB_ASSIGN_OR_RETURN(std::vector<pipeline::LostSnapshot> found,
+                        pipeline::FindLostSnapshots(repo, id));
     Result<catalog::SnapshotInfo> listed = repo.catalog().GetSnapshot(id);
-    if (listed.ok() && listed->status == catalog::SnapshotStatus::kComplete) {
+    if (found.empty() && listed.ok() && listed->status == catalog::SnapshotStatus::kComplete) {
       return Status::InvalidArgument("snapshot " + std::to_string(id) +
                                      " is in the catalog, not lost ('wanbackup forget " +
                                      std::to_string(id) + "' forgets it); nothing was forgotten");
     }
-    WB_ASSIGN_OR_RETURN(std::vector<pipeline::LostSnapshot> found,
-                        pipeline::FindLostSnapshots(repo, id));
     if (found.empty()) {
       return Status::NotFound(
           "no lost snapshot " + std::to_string(id) +
@@ -378,6 +390,8 @@ Status RunForgetLost(const ForgetCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo,
                       OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
                                                              : pipeline::OpenMode::kExclusive));
+  // What is gone is judged on a catalog that knows every pack there is.
+  WB_RETURN_IF_ERROR(pipeline::CheckCatalogNamesEveryPack(*repo));
   WB_ASSIGN_OR_RETURN(const std::vector<pipeline::LostSnapshot> lost, FindLost(*repo, opts.ids));
   bool upgraded = false;
   if (!opts.dry_run) {
@@ -389,8 +403,36 @@ Status RunForgetLost(const ForgetCommandOptions& opts) {
   return Status::Ok();
 }
 
+// forget --lost-packs: the packs `repair catalog --allow-missing-packs` rebuilt without, given
+// up so that prune goes on (round 11, AB1).
+Status RunForgetLostPacks(const ForgetCommandOptions& opts) {
+  WB_ASSIGN_OR_RETURN(auto repo,
+                      OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
+                                                             : pipeline::OpenMode::kExclusive));
+  WB_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                      pipeline::ForgetMissingPacks(*repo, opts.dry_run));
+  if (opts.json) {
+    OutputJson({{"dry_run", opts.dry_run}, {"lost_packs", names}}, 2);
+    return Status::Ok();
+  }
+  for (const std::string& name : names)
+    std::printf("%s\n", repo->packs().Describe(name).c_str());
+  if (names.empty()) {
+    PrintInfo("no pack is recorded as missing");
+  } else if (opts.dry_run) {
+    PrintInfo("would give up " + std::to_string(names.size()) +
+              " missing pack(s) for good (dry run: nothing was changed)");
+  } else {
+    PrintInfo("gave up " + std::to_string(names.size()) +
+              " missing pack(s) for good: prune goes on, and removes what only the snapshots "
+              "whose records they held used");
+  }
+  return Status::Ok();
+}
+
 Status RunForget(ForgetCommandOptions opts) {
   WB_RETURN_IF_ERROR(CheckArguments(&opts));
+  if (opts.lost_packs) return RunForgetLostPacks(opts);
   if (opts.lost) return RunForgetLost(opts);
   // A dry run only reads; a real one must be alone with the repository.
   WB_ASSIGN_OR_RETURN(auto repo,
@@ -492,6 +534,9 @@ constexpr const char kForgetFooter[] =
     "only away: put it back and repair, and they return). Once it is gone for good,\n"
     "'forget --lost N' gives snapshot N up: it seals a forget record for it, after which prune\n"
     "goes on and a repair no longer looks for it. --dry-run shows what is missing of each.\n"
+    "When the pack that is gone held the snapshot's own record, nothing names the snapshot:\n"
+    "'repair catalog --allow-missing-packs' records the missing packs, prune removes nothing\n"
+    "while they are recorded, and 'forget --lost-packs' gives them up.\n"
     "\nEXAMPLES:\n"
     "  wanbackup forget --repo /backup/db --keep-last 7 --keep-daily 14 --keep-monthly 12\n"
     "  wanbackup forget --repo /backup/db --keep-within 30d --source /dev/vg0/db --dry-run\n"
@@ -518,6 +563,9 @@ void RegisterForget(CLI::App& app, Runner* runner) {
   cmd->add_flag("--lost", opts->lost,
                 "give up the numbered snapshots that 'repair catalog' left out because chunks of "
                 "them are gone from the packs for good (prune refuses until then)");
+  cmd->add_flag("--lost-packs", opts->lost_packs,
+                "give up the packs 'repair catalog --allow-missing-packs' found missing, once "
+                "they are gone for good (prune refuses until then)");
   cmd->add_flag("-n,--dry-run", opts->dry_run,
                 "print what would be kept and forgotten; change "
                 "nothing");

@@ -48,6 +48,16 @@ std::string NewHeadLine(const pipeline::RebuildReport& r) {
          ") listing the " + std::to_string(r.snapshots.size()) + " rebuilt snapshot(s)";
 }
 
+// The packs an earlier catalog named that are not there (--allow-missing-packs).
+std::string MissingPacksLine(const pipeline::RebuildReport& r) {
+  return std::to_string(r.missing_packs.size()) +
+         " pack(s) an earlier catalog named are not there (" + r.missing_packs.front() +
+         (r.missing_packs.size() > 1 ? ", ..." : "") +
+         "), and a snapshot whose record one holds may use chunks of the packs that are: prune "
+         "removes nothing until they are back (then 'wanbackup repair catalog' again) or "
+         "'wanbackup forget --lost-packs' gives them up for good";
+}
+
 void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
   if (json) {
     nlohmann::json j = {{"complete", r.complete()},
@@ -63,6 +73,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                         {"lost", r.lost},
                         {"unlisted", r.unlisted},
                         {"renumbered", r.renumbered},
+                        {"missing_packs", r.missing_packs},
                         {"old_catalog", r.old_catalog},
                         {"seconds", seconds}};
     OutputJson(j, 2);
@@ -79,6 +90,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
             ": " + std::to_string(r.records) + " records, " + std::to_string(r.snapshots.size()) +
             " snapshots (" + ids + ")");
   if (r.new_head) PrintWarning(NewHeadLine(r));
+  if (!r.missing_packs.empty()) PrintWarning(MissingPacksLine(r));
   if (!r.old_catalog.empty()) PrintInfo("the old catalog is kept as " + r.old_catalog);
   PrintInfo("the job history is not in the packs and starts afresh; run 'wanbackup verify'");
 }
@@ -101,6 +113,11 @@ Status RunRepairCatalog(const RepairCatalogOptions& opts) {
     return Status::Corruption("the catalog was rebuilt, but snapshot(s) " + IdList(report.lost) +
                               " are lost (listed above); the repository is usable again");
   }
+  if (!report.missing_packs.empty() && report.problems.empty() && report.damaged_records == 0) {
+    return Status::Corruption("the catalog was rebuilt without " +
+                              std::to_string(report.missing_packs.size()) +
+                              " missing pack(s) (listed above); prune waits for them");
+  }
   if (!report.complete()) {
     return Status::Corruption("the catalog was rebuilt, but " +
                               std::to_string(report.problems.size()) +
@@ -121,8 +138,9 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
   cmd->add_flag("--json", opts->json, "print a JSON report");
   cmd->add_flag("--allow-missing-packs", opts->allow_missing_packs,
                 "rebuild although the old catalog names packs that are gone: the snapshots "
-                "with chunks in them are left out until those packs are back and a repair runs "
-                "(prune keeps their packs meanwhile)");
+                "with chunks or records in them are left out until those packs are back and a "
+                "repair runs; the new catalog records the missing packs, and prune removes "
+                "nothing until then (or 'forget --lost-packs')");
   cmd->footer(
       "\nReads every pack, authenticates every record, and builds a new catalog.db beside the\n"
       "old one: packs, chunks, and every complete snapshot with its id, source, tag, times,\n"
@@ -132,7 +150,10 @@ void RegisterRepair(CLI::App& app, Runner* runner) {
       "Exit status 3 when records were damaged or a snapshot could not be rebuilt (named).\n"
       "When the old catalog can still be read and names packs that are not there (a disk not\n"
       "mounted yet under packs/, something mounted over it), nothing is changed unless\n"
-      "--allow-missing-packs says to rebuild from what is there.\n"
+      "--allow-missing-packs says to rebuild from what is there. Those packs are recorded in\n"
+      "the new catalog (exit status 3 while any is missing): a snapshot whose record is in one\n"
+      "may use chunks of the packs that are here, so prune removes nothing until they are back\n"
+      "(then repair again) or 'wanbackup forget --lost-packs' gives them up for good.\n"
       "\nEXAMPLES:\n"
       "  wanbackup repair catalog --repo /backup/db\n"
       "  wanbackup repair catalog --repo /backup/db --json && wanbackup verify --repo /backup/db");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,17 +34,17 @@ struct ReplicasCommandOptions {
 // consistent; inconsistent (a stopped run the next one finishes from the chunk maps); unknown
 // (a stopped run that was comparing, or a record not sealed by the repository key: the next one
 // reads the replica again).
-std::string State(const catalog::Replica& r, const pipeline::KeySet& keys) {
-  if (!pipeline::ReplicaSealed(keys, r)) return "unknown";
+std::string State(const catalog::Replica& r, pipeline::Repository& repo) {
+  if (!pipeline::ReplicaSealed(repo, r)) return "unknown";
   if (r.consistent()) return "consistent";
   if (r.writing_snapshot_id != 0 && r.snapshot_id != 0) return "inconsistent";
   return "unknown";
 }
 
 Status Forget(const ReplicasCommandOptions& opts) {
-  char* end = nullptr;
-  const long long id = std::strtoll(opts.forget.c_str(), &end, 10);
-  if (opts.forget.empty() || *end != '\0' || id <= 0) {
+  const std::optional<uint64_t> number = ParseDecimalU64(opts.forget);  // not " 1" (AB6)
+  const auto id = static_cast<int64_t>(number.value_or(0));
+  if (!number || id <= 0) {
     return Status::InvalidArgument("'" + opts.forget +
                                    "' is not a replica number (wanbackup replicas lists them)");
   }
@@ -68,8 +69,9 @@ Status Forget(const ReplicasCommandOptions& opts) {
             (lun ? ", and the next replicate to it reads it to compare"
                  : ". It is now like any file or device that is no replica: a replicate to it "
                    "(a job's replicate_to too) is refused while it holds data, until "
-                   "'wanbackup replicate SNAPSHOT --to " +
-                       target + " --force' makes it one again, comparing every chunk"));
+                   "'wanbackup replicate SNAPSHOT --repo " +
+                       ShellWord(repo->path()) + " --to " + ShellWord(target) +
+                       " --force' makes it one again, comparing every chunk"));
   return Status::Ok();
 }
 
@@ -83,8 +85,8 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
       list.push_back({{"id", r.id},
                       {"target", r.target},
                       {"identity", r.identity},
-                      {"state", State(r, repo->keys())},
-                      {"snapshot", State(r, repo->keys()) == "consistent" ? r.snapshot_id : 0},
+                      {"state", State(r, *repo)},
+                      {"snapshot", State(r, *repo) == "consistent" ? r.snapshot_id : 0},
                       {"writing_snapshot", r.writing_snapshot_id},
                       {"updated_unix_ms", r.updated_unix_ms},
                       {"bytes_written", r.bytes_written},
@@ -100,8 +102,8 @@ Status RunReplicas(const ReplicasCommandOptions& opts) {
   std::printf("%-4s %-12s %-8s %-19s %-11s %s\n", "ID", "STATE", "SNAPSHOT", "UPDATED",
               "LAST WROTE", "TARGET");
   for (const catalog::Replica& r : replicas) {
-    const std::string state = State(r, repo->keys());
-    const bool sealed = pipeline::ReplicaSealed(repo->keys(), r);
+    const std::string state = State(r, *repo);
+    const bool sealed = pipeline::ReplicaSealed(*repo, r);
     const std::string snapshot =
         !sealed ? "-"
         : r.consistent()

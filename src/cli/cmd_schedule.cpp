@@ -24,6 +24,7 @@
 #include "cli/write_target.h"
 #include "common/atomic_file.h"
 #include "common/safe_path.h"
+#include "common/text.h"
 #include "common/unique_fd.h"
 #include "guard/identity.h"
 #include "guard/write_guard.h"
@@ -65,20 +66,6 @@ std::string SelfBinary() {
   char buf[PATH_MAX] = {};
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : kShippedBinary;
-}
-
-// One word for sh: as it is when it holds only characters sh gives no meaning, else in single
-// quotes (a quote inside as '\'').
-std::string ShellWord(const std::string& word) {
-  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
-  });
-  if (plain) return word;
-  std::string out = "'";
-  for (const char c : word)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 // The crontab line's command: sh words, and every '%' escaped (cron turns a bare one into a

@@ -239,8 +239,8 @@ Status RefuseUnrecordedTarget(pipeline::Repository& repo, const ReplicateRequest
   }
   return Status::AlreadyExists(what +
                                " and is no replica this repository records; 'wanbackup replicate "
-                               "SNAPSHOT --to " +
-                               request.to +
+                               "SNAPSHOT --repo " +
+                               ShellWord(repo.path()) + " --to " + ShellWord(request.to) +
                                " --force' makes it one, for a job's replicate_to too (the first "
                                "run compares every chunk). Nothing was written");
 }

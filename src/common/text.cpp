@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 
 namespace wanbackup {
@@ -50,12 +52,18 @@ bool ActsOnTerminal(uint32_t cp) {
          (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), the C1 controls, and the
-// blank Braille pattern (round 10, AA4).
+// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), the C1 controls, the
+// blank Braille pattern (round 10, AA4), the other format characters (Cf), noncharacters and
+// private-use characters, which show as nothing or as nothing standard (round 11, AB5).
 bool IsInvisible(uint32_t cp) {
   return ActsOnTerminal(cp) || cp == 0x00AD || cp == 0x034F || cp == 0x061C || cp == 0x115F ||
          cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 || (cp >= 0x180B && cp <= 0x180F) ||
          cp == 0x2800 ||  // BRAILLE PATTERN BLANK: not ignorable, but shows as a blank
+         (cp >= 0x0600 && cp <= 0x0605) || cp == 0x06DD || cp == 0x070F || cp == 0x0890 ||
+         cp == 0x0891 || cp == 0x08E2 || cp == 0x110BD || cp == 0x110CD ||  // format (Cf)
+         (cp >= 0xFFF9 && cp <= 0xFFFB) || (cp >= 0x13430 && cp <= 0x1343F) ||
+         (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE ||  // noncharacters
+         (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000 ||            // private use
          (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
          (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
          cp == 0xFEFF || cp == 0xFFA0 || (cp >= 0xFFF0 && cp <= 0xFFF8) ||
@@ -91,6 +99,18 @@ bool HasEdgeSpace(std::string_view text) {
     --last;
   const size_t length = SequenceAt(text, last);
   return length != 0 && IsSpace(CodePointAt(text, last, length));
+}
+
+std::string ShellWord(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (const char c : word)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 bool IsUtf8(std::string_view text) {

@@ -23,12 +23,17 @@ std::string PadRight(std::string_view text, size_t columns);
 // The first character in well-formed UTF-8 `text` that shows as nothing or acts on a terminal:
 // C1 controls and Unicode's default-ignorable code points (zero-width spaces and joiners, the
 // soft hyphen, bidirectional marks, overrides and isolates, variation selectors, the byte order
-// mark, tag characters). Names with one look like other names (round 9, Z6).
+// mark, tag characters), the other format characters, noncharacters, private-use characters and
+// the blank Braille pattern. Names with one look like other names (round 9, Z6).
 std::optional<uint32_t> FirstInvisibleCharacter(std::string_view text);
 
 // Whether well-formed UTF-8 `text` begins or ends with white space (ASCII or Unicode's spaces,
 // U+00A0 and U+3000 included).
 bool HasEdgeSpace(std::string_view text);
+
+// One word for sh: as it is when it holds only characters sh gives no meaning, else in single
+// quotes (a quote inside as '\''). For generated command lines and the commands messages advise.
+std::string ShellWord(const std::string& word);
 
 // A counter as the repository's files write it: decimal digits only (no sign, no space, no
 // prefix), within uint64_t. nullopt otherwise (strtoull would accept "+1", " 1" and wrap).

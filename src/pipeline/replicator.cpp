@@ -35,7 +35,7 @@ Result<std::string> Comparable(Repository& repo, int64_t id, const catalog::Snap
 
 Status Save(Repository& repo, catalog::Replica* replica) {
   replica->updated_unix_ms = NowUnixMs();
-  replica->seal = ReplicaSeal(repo.keys(), *replica);
+  replica->seal = ReplicaSeal(repo, *replica);
   WB_ASSIGN_OR_RETURN(auto tx, repo.catalog().Begin());
   WB_ASSIGN_OR_RETURN(replica->id, repo.catalog().PutReplica(*replica));
   return tx->Commit();
@@ -70,20 +70,36 @@ ReplicatePlan Check(std::string reason) {
 
 }  // namespace
 
-std::string ReplicaSeal(const KeySet& keys, const catalog::Replica& replica) {
+namespace {
+
+// The digest of snapshot `id`'s sealed record, as the catalog indexes it (checked against the
+// sealed head when the repository was opened); "" for none.
+std::string RecordDigestOf(Repository& repo, int64_t id) {
+  if (id == 0) return "";
+  Result<catalog::SnapshotInfo> s = repo.catalog().GetSnapshot(id);
+  if (!s.ok() || s->status != catalog::SnapshotStatus::kComplete || s->record_id == 0) return "";
+  Result<catalog::ChunkRecord> record = repo.catalog().GetChunk(s->record_id);
+  if (!record.ok()) return "";
+  return ToHex(record->digest.data(), record->digest.size());
+}
+
+}  // namespace
+
+std::string ReplicaSeal(Repository& repo, const catalog::Replica& replica) {
   // Each field with its length, so that no two records read alike.
   std::string text = "wanbackup replica record v1\n";
   for (const std::string& field :
        {replica.identity, replica.target, std::to_string(replica.snapshot_id),
-        std::to_string(replica.writing_snapshot_id), replica.fingerprint}) {
+        RecordDigestOf(repo, replica.snapshot_id), std::to_string(replica.writing_snapshot_id),
+        RecordDigestOf(repo, replica.writing_snapshot_id), replica.fingerprint}) {
     text += std::to_string(field.size()) + ":" + field + "\n";
   }
-  const Digest mac = keys.ConfigMac(text);
+  const Digest mac = repo.keys().ConfigMac(text);
   return ToHex(mac.data(), mac.size());
 }
 
-bool ReplicaSealed(const KeySet& keys, const catalog::Replica& replica) {
-  const std::string want = ReplicaSeal(keys, replica);
+bool ReplicaSealed(Repository& repo, const catalog::Replica& replica) {
+  const std::string want = ReplicaSeal(repo, replica);
   if (replica.seal.size() != want.size()) return false;
   unsigned char differ = 0;  // every byte compared, whatever the first difference
   for (size_t i = 0; i < want.size(); ++i)
@@ -109,7 +125,12 @@ Result<ReplicatePlan> PlanReplicate(Repository& repo, const catalog::SnapshotInf
   if (options.target_new) return ReplicatePlan{ReplicateMode::kFull, 0, "a new file"};
   if (options.check) return Check("--check: reading the replica to compare");
   if (replica.id == 0) return Check("no record of this replica: reading it to compare");
-  if (!ReplicaSealed(repo.keys(), replica)) {
+  if (!ReplicaSealed(repo, replica)) {
+    // A record of a snapshot since forgotten no longer verifies either: say so.
+    if (replica.snapshot_id != 0 && RecordDigestOf(repo, replica.snapshot_id).empty()) {
+      return Check("it held " + Snap(replica.snapshot_id) +
+                   ", which was forgotten: reading it to compare");
+    }
     return Check(
         "its record is not sealed by this repository's key (catalog.db was changed, or the "
         "record is from before records were sealed): reading it to compare");

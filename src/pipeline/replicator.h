@@ -68,12 +68,15 @@ struct ReplicateResult {
 };
 
 // The seal of `replica`'s record: a MAC under the repository key of what a run trusts it for
-// (identity, target, the snapshots it holds or is being written, fingerprint). The replicas
-// table is not authenticated and not in the packs: a storage writer who set `snapshot_id` had a
-// replica diffed from a snapshot it did not hold, "consistent" and wrong (round 10, AA2). Does
-// not stop an old sealed row being put back (the fingerprint does, for a file: its mtime).
-std::string ReplicaSeal(const KeySet& keys, const catalog::Replica& replica);
-bool ReplicaSealed(const KeySet& keys, const catalog::Replica& replica);
+// (identity, target, the snapshots it holds or is being written, each by number and by the
+// digest of its sealed record, and the fingerprint). The replicas table is not authenticated
+// and not in the packs: a storage writer who set `snapshot_id` had a replica diffed from a
+// snapshot it did not hold, "consistent" and wrong (round 10, AA2); and a number given out again
+// (a lowered floor, on a client without an anchor) named another snapshot (round 11, AB3). Does
+// not stop an old sealed row being put back (the fingerprint does, for a file: its mtime). A
+// record whose snapshot was forgotten no longer verifies.
+std::string ReplicaSeal(Repository& repo, const catalog::Replica& replica);
+bool ReplicaSealed(Repository& repo, const catalog::Replica& replica);
 
 // Decides how `replica` is brought to `snapshot` (see above); reads only the catalog. A record
 // whose seal does not verify is compared, as one with no record is.

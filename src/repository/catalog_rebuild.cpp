@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -64,6 +65,7 @@ class Rebuilder {
  private:
   // Corruption when the old catalog, if it can still be read, names packs not in `packs`.
   Status CheckNoneMissing(const std::vector<PackFile>& packs) const;
+  std::vector<std::string> MissingPacks(const std::vector<PackFile>& packs) const;
   Status IndexPack(const PackFile& pack);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
@@ -383,6 +385,25 @@ Status Rebuilder::CheckNoneMissing(const std::vector<PackFile>& packs) const {
       "--allow-missing-packs'");
 }
 
+// What the old catalog names, or recorded as missing, that is not among `packs`.
+std::vector<std::string> Rebuilder::MissingPacks(const std::vector<PackFile>& packs) const {
+  Result<std::unique_ptr<catalog::Catalog>> old = catalog::Catalog::Peek(repo_.CatalogPath());
+  if (!old.ok()) return {};
+  std::set<std::string> wanted;
+  if (Result<std::vector<catalog::PackInfo>> named = (*old)->Packs(); named.ok()) {
+    for (const catalog::PackInfo& p : *named)
+      wanted.insert(p.name);
+  }
+  if (Result<std::string> recorded = (*old)->GetSetting(catalog::kMissingPacks); recorded.ok()) {
+    std::istringstream names(*recorded);
+    for (std::string name; names >> name;)
+      wanted.insert(name);
+  }
+  for (const PackFile& p : packs)
+    wanted.erase(p.name);
+  return {wanted.begin(), wanted.end()};
+}
+
 Result<RebuildReport> Rebuilder::Run() {
   const std::string built = repo_.CatalogPath() + ".rebuilding";
   for (const char* suffix : {"", "-wal", "-shm"})
@@ -393,6 +414,7 @@ Result<RebuildReport> Rebuilder::Run() {
   if (!options_.allow_missing_packs && !options_.cache) {
     WB_RETURN_IF_ERROR(CheckNoneMissing(packs));
   }
+  if (!options_.cache) report_.missing_packs = MissingPacks(packs);
   for (const PackFile& p : packs)
     bytes_total_ += p.size;
   {
@@ -408,6 +430,12 @@ Result<RebuildReport> Rebuilder::Run() {
     WB_RETURN_IF_ERROR(RebuildSnapshots(&rebuilt));
     // New snapshots get ids above every id ever used, forgotten ones included.
     WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
+    if (!report_.missing_packs.empty()) {
+      std::string names;
+      for (const std::string& name : report_.missing_packs)
+        names += (names.empty() ? "" : " ") + name;
+      WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kMissingPacks, names));
+    }
     WB_RETURN_IF_ERROR(SettleHead(rebuilt));
     WB_RETURN_IF_ERROR(txn->Commit());
     WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));

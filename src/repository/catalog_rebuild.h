@@ -45,7 +45,12 @@ struct RebuildReport {
   // one alike): sealed again under a new number, the old record forgotten; one line each.
   std::vector<std::string> renumbered;
   std::string old_catalog;  // where the replaced catalog was kept ("" if none)
-  bool complete() const { return damaged_records == 0 && problems.empty() && lost.empty(); }
+  // Packs an earlier catalog named (or recorded as missing) that are not there, recorded in
+  // the new catalog (catalog::kMissingPacks) under --allow-missing-packs.
+  std::vector<std::string> missing_packs;
+  bool complete() const {
+    return damaged_records == 0 && problems.empty() && lost.empty() && missing_packs.empty();
+  }
 };
 
 struct RebuildOptions {

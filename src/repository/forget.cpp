@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "common/failpoint.h"
@@ -12,6 +14,7 @@
 #include "repository/record.h"
 #include "repository/snapshot_check.h"
 #include "repository/snapshot_record.h"
+#include "store/pack_store.h"
 
 namespace wanbackup::pipeline {
 namespace {
@@ -176,6 +179,61 @@ Result<ForgetOutcome> ForgetLostSnapshots(Repository& repo, const std::vector<Lo
   for (const LostSnapshot& l : lost)
     record.snapshots.push_back(ForgottenSnapshot{l.record.info.id, l.digest});
   return SealForget(repo, record, {});
+}
+
+Result<std::vector<MissingPack>> RecordedMissingPacks(Repository& repo) {
+  WB_ASSIGN_OR_RETURN(const std::string recorded,
+                      repo.catalog().GetSetting(catalog::kMissingPacks));
+  std::vector<MissingPack> missing;
+  std::istringstream names(recorded);
+  for (std::string name; names >> name;)
+    missing.push_back(MissingPack{name, false});
+  if (missing.empty()) return missing;
+  WB_ASSIGN_OR_RETURN(const std::vector<StoredPack> stored, repo.packs().List());
+  for (MissingPack& m : missing) {
+    m.back = std::any_of(stored.begin(), stored.end(),
+                         [&](const StoredPack& s) { return s.name == m.name; });
+  }
+  return missing;
+}
+
+Result<std::vector<std::string>> ForgetMissingPacks(Repository& repo, bool dry_run) {
+  WB_ASSIGN_OR_RETURN(const std::vector<MissingPack> missing, RecordedMissingPacks(repo));
+  std::vector<std::string> names;
+  for (const MissingPack& m : missing) {
+    if (m.back) {
+      return Status::InvalidArgument(
+          "pack " + repo.packs().Describe(m.name) +
+          " is back: 'wanbackup repair catalog' indexes it and brings back what it holds; "
+          "nothing was forgotten");
+    }
+    names.push_back(m.name);
+  }
+  if (dry_run || names.empty()) return names;
+  WB_ASSIGN_OR_RETURN(auto txn, repo.catalog().Begin());
+  WB_RETURN_IF_ERROR(repo.catalog().PutSetting(catalog::kMissingPacks, ""));
+  WB_RETURN_IF_ERROR(txn->Commit());
+  return names;
+}
+
+Status CheckCatalogNamesEveryPack(Repository& repo) {
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::PackInfo> named, repo.catalog().Packs());
+  std::map<std::string, uint64_t> sizes;
+  for (const catalog::PackInfo& p : named)
+    sizes[p.name] = p.size;
+  WB_ASSIGN_OR_RETURN(const std::vector<StoredPack> stored, repo.packs().List());
+  for (const StoredPack& s : stored) {
+    const auto it = sizes.find(s.name);
+    if (it == sizes.end() || s.size > it->second) {
+      return Status::InvalidArgument(
+          "pack " + repo.packs().Describe(s.name) +
+          (it == sizes.end() ? " is in the repository but not in the catalog"
+                             : " holds more than the catalog knows of it") +
+          ": run 'wanbackup repair catalog' first, which indexes it (what it holds may bring "
+          "the snapshot back); nothing was forgotten");
+    }
+  }
+  return Status::Ok();
 }
 
 Result<std::set<Digest>> ForgottenRecords(Repository& repo, RecordCodec& codec) {

@@ -46,6 +46,7 @@ class Pruner {
  private:
   Status FindOrphans();
   Status RefuseUnlisted();
+  Status RefuseMissingPacks();
   Status RemoveOrphans();
   Status MarkLive();
   Status Measure(std::vector<PackUsage>* usage);
@@ -192,6 +193,29 @@ Status Pruner::RefuseUnlisted() {
         std::to_string(sealed.id) + "' gives it up");
   }
   return Status::Ok();
+}
+
+// Packs the catalog was rebuilt without (--allow-missing-packs): a snapshot whose sealed record
+// one holds may use chunks of the packs here, and nothing else names it, so prune removes
+// nothing until they are back or given up (round 11, AB1: it removed such chunks, and the
+// snapshot could not come back with its pack).
+Status Pruner::RefuseMissingPacks() {
+  WB_ASSIGN_OR_RETURN(const std::vector<MissingPack> missing, RecordedMissingPacks(repo_));
+  if (missing.empty()) return Status::Ok();
+  for (const MissingPack& m : missing) {
+    if (m.back) {
+      return Status::Corruption("pack " + repo_.packs().Describe(m.name) +
+                                ", which the catalog was rebuilt without, is back: run "
+                                "'wanbackup repair catalog' first, which brings back what it "
+                                "holds; prune changed nothing");
+    }
+  }
+  return Status::Corruption(
+      std::to_string(missing.size()) + " pack(s) were missing when the catalog was rebuilt (" +
+      repo_.packs().Describe(missing.front().name) + (missing.size() > 1 ? ", ..." : "") +
+      "), and a snapshot whose record one holds may use chunks of the packs here: prune changed "
+      "nothing. Put them back and run 'wanbackup repair catalog'; once they are gone for good, "
+      "'wanbackup forget --lost-packs' gives them up");
 }
 
 Status Pruner::RemoveOrphans() {
@@ -392,6 +416,7 @@ Result<PruneReport> Pruner::Run() {
     WB_RETURN_IF_ERROR(txn->Commit());
   }
   WB_RETURN_IF_ERROR(FindOrphans());
+  WB_RETURN_IF_ERROR(RefuseMissingPacks());
   WB_RETURN_IF_ERROR(MarkLive());
   WB_RETURN_IF_ERROR(RefuseUnlisted());
   WB_RETURN_IF_ERROR(RemoveOrphans());

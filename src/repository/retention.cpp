@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "common/text.h"
+
 namespace wanbackup::pipeline {
 namespace {
 
@@ -124,6 +126,13 @@ Status CheckKeepTags(const std::vector<std::string>& tags) {
       return Status::InvalidArgument(
           "an empty tag to keep would keep every snapshot without a tag, and forget none of "
           "them; name the tag to keep");
+    }
+    // A tag no snapshot can have been given (snapshot --tag refuses it) keeps nothing, and its
+    // snapshots would go (round 11, AB4: keep_tags = [" a"] forgot those tagged "a").
+    if (HasEdgeSpace(tag) || FirstInvisibleCharacter(tag)) {
+      return Status::InvalidArgument("the tag to keep '" + EscapeForTerminal(tag) +
+                                     "' has white space at an end or a character that shows as "
+                                     "nothing, which no tag may have; name the tag as it is");
     }
   }
   return Status::Ok();

@@ -157,8 +157,11 @@ TEST_CASE("anchor: the loss of the newest pack is accepted only by 'wanbackup tr
   RepoCli repo(dir);
   TwoSnapshotsKeepingTheFirstCatalog(repo);
   fs::remove(NewestPack(repo.path()));
-  // The pack is gone for good: rebuild what is left (snapshot 1, head 1).
-  repo.Ok({"repair", "catalog", "--allow-missing-packs"});
+  // The pack is gone for good: rebuild what is left (snapshot 1, head 1). The catalog records
+  // the missing pack, and says so (before: exit 0, naming no lost snapshot; round 11, AB1).
+  const RunResult repair = repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  CHECK(repair.exit_code == 3);
+  CHECK(repair.err.find("1 pack(s) an earlier catalog named are not there") != std::string::npos);
   RequireRefused(repo.Wb({"snapshots"}), "wanbackup trust");
   const RunResult trusted = repo.Ok({"trust"});
   CHECK(trusted.err.find("head counter: 2 -> 1") != std::string::npos);
@@ -166,6 +169,9 @@ TEST_CASE("anchor: the loss of the newest pack is accepted only by 'wanbackup tr
   CHECK(SameFile(dir / "out.img", dir / "a.img"));
   repo.Ok({"snapshot", dir / "b.img"});  // and the repository goes on
   repo.Ok({"verify"});
+  CHECK(repo.Wb({"prune"}).exit_code == 3);  // until the pack is given up
+  repo.Ok({"forget", "--lost-packs"});
+  repo.Ok({"prune"});
 }
 
 TEST_CASE("anchor: an unencrypted repository swapped in is refused with the victim's passphrase",

@@ -187,7 +187,7 @@ TEST_CASE(
   INFO(r.err);
   // Exit status 2 says "nothing was changed", and snapshot 2 was taken (round 9, Z3).
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("'wanbackup replicate SNAPSHOT --to " + standby +
+  CHECK(r.err.find("'wanbackup replicate SNAPSHOT --repo " + s.repo.path() + " --to " + standby +
                    " --force' makes it one, for a job's replicate_to too") != std::string::npos);
   CHECK(s.repo.Wb({"restore", "2", "--to", s.dir / "two.img"}).exit_code == 0);
   CHECK(SameFile(s.dir / "two.img", s.image));

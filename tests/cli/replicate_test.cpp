@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -132,10 +133,11 @@ TEST_CASE("replicate: an existing file with no record needs --force, and is comp
   const std::string stale = ReadAll(s.replica);
   const RunResult refused = s.repo.Wb({"replicate", "latest", "--to", s.replica});
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.err, Catch::Contains(s.replica +
-                                          " exists and is no replica this repository "
-                                          "records; 'wanbackup replicate SNAPSHOT --to " +
-                                          s.replica + " --force' makes it one"));
+  CHECK_THAT(refused.err,
+             Catch::Contains(s.replica +
+                             " exists and is no replica this repository "
+                             "records; 'wanbackup replicate SNAPSHOT --repo " +
+                             s.repo.path() + " --to " + s.replica + " --force' makes it one"));
   CHECK(ReadAll(s.replica) == stale);
   auto r = s.Replicate({"--force"});
   CHECK(r["mode"] == "check");
@@ -375,6 +377,32 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "replicate: a replica record names its snapshot by its sealed record, so a number given out "
+    "again is compared, not trusted",
+    "[replicate]") {
+  Setup s;
+  WriteImage(s.image, 2, 99);
+  s.repo.Ok({"snapshot", s.image, "--json"});  // 2
+  s.Replicate();                               // holds 2
+  s.repo.Ok({"forget", "2"});
+  // Whoever can write the storage lowers the floor; a client with no anchor then numbers the
+  // next snapshot 2 again (Y3). Before, the replica's record of "2" was taken for this one:
+  // "is at snapshot 2: wrote 0 chunks", and it still held the old data (round 11, AB3).
+  wanbackup::testing::Sql(s.repo.catalog(),
+                          "UPDATE settings SET value = '1' WHERE key = 'snapshot_id_floor'");
+  const std::map<std::string, std::string> fresh = {
+      {"WANBACKUP_SECURITY_DIR", s.dir / "other-client"}};
+  WriteImage(s.image, 3, 7);
+  REQUIRE(s.repo.Wb({"snapshot", s.image, "--json"}, "", fresh).exit_code == 0);
+  REQUIRE(Json(s.repo.Wb({"snapshots", "--json"}, "", fresh)).back()["id"] == 2);
+  const RunResult r = s.repo.Wb({"replicate", "latest", "--to", s.replica, "--json"}, "", fresh);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["mode"] == "check");
+  CHECK(SameFile(s.replica, s.image));
+}
+
+TEST_CASE(
     "replicas --forget: says what the next replicate does with the file, and an empty id is an "
     "error",
     "[replicate]") {
@@ -383,12 +411,13 @@ TEST_CASE(
   const RunResult empty = s.repo.Wb({"replicas", "--forget", ""});
   CHECK(empty.exit_code == 2);  // before: listed the replicas and exited 0
   CHECK_THAT(empty.err, Catch::Contains("'' is not a replica number"));
+  CHECK(s.repo.Wb({"replicas", "--forget", " 1"}).exit_code == 2);  // as "1 " is (round 11)
   // Before: "a replicate to it reads it to compare", and the next one was refused (round 9, Z3).
   const RunResult forgot = s.repo.Wb({"replicas", "--forget", "1"});
   REQUIRE(forgot.exit_code == 0);
   CHECK_THAT(forgot.err, Catch::Contains("forgot replica 1 (" + s.replica + ")"));
-  CHECK_THAT(forgot.err, Catch::Contains("'wanbackup replicate SNAPSHOT --to " + s.replica +
-                                         " --force' makes it one again"));
+  CHECK_THAT(forgot.err, Catch::Contains("'wanbackup replicate SNAPSHOT --repo " + s.repo.path() +
+                                         " --to " + s.replica + " --force' makes it one again"));
   const std::string held = ReadAll(s.replica);
   const RunResult refused = s.repo.Wb({"replicate", "latest", "--to", s.replica});
   CHECK(refused.exit_code == 2);

@@ -111,6 +111,23 @@ std::string AttackOldestPack(const RepoCli& repo) {
   return repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
 }
 
+// The pack file that holds snapshot `id`'s sealed record.
+std::string PackOfSnapshotRecord(const RepoCli& repo, int64_t id) {
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(repo.catalog().c_str(), &handle) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle,
+                             "SELECT p.name FROM snapshots s JOIN chunks c ON c.id = s.record_id "
+                             "JOIN packs p ON p.id = c.pack_id WHERE s.id = ?",
+                             -1, &st, nullptr) == SQLITE_OK);
+  sqlite3_bind_int64(st, 1, id);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(handle);
+  return repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
+}
+
 // Two snapshots of image a (4 chunks, chunk 1 zeros; the second with chunk 3 changed).
 void TwoSnapshots(const RepoCli& repo) {
   const TempDir& dir = repo.dir();
@@ -545,9 +562,27 @@ TEST_CASE(
       << "changed!";
   repo.Ok({"snapshot", dir / "a.img"});  // 2: most chunks in 1's pack, its record in its own
   repo.Ok({"snapshot", dir / "b.img"});  // 3: nothing in 1's pack
-  REQUIRE(std::filesystem::remove(AttackOldestPack(repo)));  // gone for good
+  const std::string pack = AttackOldestPack(repo), away = dir / "away.pack";
+  std::filesystem::rename(pack, away);  // only away at first
   CHECK(repo.Wb({"repair", "catalog", "--allow-missing-packs"}).exit_code == 3);
   repo.Ok({"trust"});
+  std::filesystem::rename(away, pack);
+  // What is gone is judged on a catalog that knows every pack (round 11, AB2: a pack put back
+  // was taken for gone, and snapshot 2 given up although it was whole).
+  CheckOneLineError(repo.Wb({"forget", "--lost", "2", "--dry-run"}), 2,
+                    "is in the repository but not in the catalog: run 'wanbackup repair catalog' "
+                    "first");
+  CheckOneLineError(repo.Wb({"forget", "--lost-packs"}), 2, "is back: 'wanbackup repair catalog'");
+  REQUIRE(std::filesystem::remove(pack));  // now gone for good
+  // The catalog records the pack it was rebuilt without: prune removes nothing until it is
+  // back or given up (round 11, AB1).
+  CheckOneLineError(repo.Wb({"prune"}), 3,
+                    "were missing when the catalog was rebuilt (" + pack + ")");
+  const RunResult packs_dry = repo.Wb({"forget", "--lost-packs", "--dry-run"});
+  CHECK(packs_dry.exit_code == 0);
+  CHECK(packs_dry.err.find("would give up 1 missing pack(s)") != std::string::npos);
+  CHECK(repo.Wb({"prune"}).exit_code == 3);
+  repo.Ok({"forget", "--lost-packs"});
   // Before: prune refused for good, and nothing could forget snapshot 2 (round 8, Y1).
   CheckOneLineError(repo.Wb({"prune"}), 3, "'wanbackup forget --lost 2' gives it up");
   CheckOneLineError(repo.Wb({"forget", "--lost", "3"}), 2,
@@ -577,6 +612,39 @@ TEST_CASE(
   const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
   REQUIRE(listed.size() == 2);
   CHECK(listed[1]["id"] == 4);
+}
+
+TEST_CASE(
+    "repair catalog --allow-missing-packs: a snapshot whose record is in a pack that is only "
+    "away keeps the chunks it shares with other packs, and comes back with its pack",
+    "[trust]") {
+  TempDir dir("record-away");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 4);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});  // 1: pack A
+  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
+      << "changed!";
+  repo.Ok({"snapshot", dir / "a.img"});  // 2: most chunks in A; the rest and its record in B
+  repo.Ok({"forget", "1"});              // an ordinary rotation
+  const std::string b = PackOfSnapshotRecord(repo, 2), away = dir / "away.pack";
+  std::filesystem::rename(b, away);  // a disk not mounted yet
+  const RunResult repair = repo.Wb({"repair", "catalog", "--allow-missing-packs"});
+  INFO(repair.err);
+  CHECK(repair.exit_code == 3);
+  CHECK(repair.err.find("prune removes nothing until they are back") != std::string::npos);
+  repo.Ok({"trust"});
+  // Before: prune removed pack A as holding nothing in use, and snapshot 2 could not come back
+  // with its pack (round 11, AB1).
+  const auto before = TreeContents(repo.path() + "/packs");
+  CheckOneLineError(repo.Wb({"prune"}), 3, "were missing when the catalog was rebuilt");
+  CHECK(TreeContents(repo.path() + "/packs") == before);
+  std::filesystem::rename(away, b);
+  CheckOneLineError(repo.Wb({"prune"}), 3, "is back: run 'wanbackup repair catalog' first");
+  repo.Ok({"repair", "catalog"});
+  repo.Ok({"prune"});
+  repo.Ok({"restore", "2", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", dir / "a.img"));
 }
 
 TEST_CASE(
@@ -634,6 +702,12 @@ TEST_CASE(
   std::filesystem::remove(packs);
   std::filesystem::rename(dir / "packs.away", packs);
   const auto before = TreeContents(packs);
+  CheckOneLineError(repo.Wb({"prune"}), 3,
+                    "which the catalog was rebuilt without, is back: run 'wanbackup repair "
+                    "catalog' first");
+  // Without the catalog's record of them (dropped by whoever can write it), the sealed records
+  // in the packs stop prune all the same.
+  wanbackup::testing::Sql(repo.catalog(), "DELETE FROM settings WHERE key = 'missing_packs'");
   CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not list");
   CHECK(repo.Wb({"prune"}).err.find("run 'wanbackup repair catalog' first") != std::string::npos);
   CHECK(TreeContents(packs) == before);
@@ -664,6 +738,8 @@ TEST_CASE(
   // what an interrupted run of "snapshot 1" left, and removed it.
   std::filesystem::copy(dir / "packs.away", packs, std::filesystem::copy_options::recursive);
   const auto before = TreeContents(packs);
+  CheckOneLineError(repo.Wb({"prune"}), 3, "which the catalog was rebuilt without, is back");
+  wanbackup::testing::Sql(repo.catalog(), "DELETE FROM settings WHERE key = 'missing_packs'");
   CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not list");
   CHECK(TreeContents(packs) == before);
   // Repair brings back both, each under its own number (before: one was left out as "sealed

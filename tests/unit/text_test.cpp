@@ -78,6 +78,11 @@ TEST_CASE("text: characters that show as nothing, and white space at either end,
   CHECK(FirstInvisibleCharacter("x\xE2\x81\xA0y") == std::optional<uint32_t>(0x2060));
   CHECK(FirstInvisibleCharacter("tag\xF3\xA0\x80\x81") == std::optional<uint32_t>(0xE0001));
   CHECK(FirstInvisibleCharacter("latest\xE2\xA0\x80") == std::optional<uint32_t>(0x2800));
+  CHECK(FirstInvisibleCharacter("a\xEF\xBF\xB9") == std::optional<uint32_t>(0xFFF9));
+  CHECK(FirstInvisibleCharacter("a\xF0\x93\x90\xB0") == std::optional<uint32_t>(0x13430));
+  CHECK(FirstInvisibleCharacter("a\xEF\xBF\xBF") == std::optional<uint32_t>(0xFFFF));
+  CHECK(FirstInvisibleCharacter("a\xEF\xB7\x90") == std::optional<uint32_t>(0xFDD0));
+  CHECK(FirstInvisibleCharacter("a\xEE\x80\x80") == std::optional<uint32_t>(0xE000));
   CHECK(FirstInvisibleCharacter("\xE2\x80\xAE"
                                 "evil") == std::optional<uint32_t>(0x202E));
   CHECK(HasEdgeSpace("latest "));
