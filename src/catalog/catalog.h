@@ -33,6 +33,13 @@ inline constexpr const char kSnapshotIdFloor[] = "snapshot_id_floor";
 // listed (round 11, AB1). A repair drops the names of packs that are back; `forget --lost-packs`
 // drops the rest, once they are gone for good.
 inline constexpr const char kMissingPacks[] = "missing_packs";
+// Setting: sealed snapshot records a rebuild knew of but did not find in the packs, so that the
+// pack holding each is missing, whoever can still read the old catalog: "ID:DIGEST" for one the
+// newest head listed, "ID:" for the highest number this client saw (its anchor) when no record
+// has it (space-separated). Prune removes nothing while one is listed, as for kMissingPacks; a
+// repair drops those it finds (or a forget record names), `forget --lost-packs` the rest
+// (round 12, AC1: with the old catalog unreadable, nothing recorded the missing pack).
+inline constexpr const char kMissingRecords[] = "missing_records";
 // The highest snapshot number a repository gives out (2^48): a catalog whose rows or floor
 // would number a snapshot above it is damaged or forged (its settings are not authenticated),
 // and BeginSnapshot refuses rather than seal a number nothing can follow (round 8, Y5).

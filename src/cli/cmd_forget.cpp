@@ -409,23 +409,23 @@ Status RunForgetLostPacks(const ForgetCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo,
                       OpenRepository(opts.repo, opts.dry_run ? pipeline::OpenMode::kRead
                                                              : pipeline::OpenMode::kExclusive));
-  WB_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+  WB_ASSIGN_OR_RETURN(const std::vector<std::string> given_up,
                       pipeline::ForgetMissingPacks(*repo, opts.dry_run));
   if (opts.json) {
-    OutputJson({{"dry_run", opts.dry_run}, {"lost_packs", names}}, 2);
+    OutputJson({{"dry_run", opts.dry_run}, {"lost", given_up}}, 2);
     return Status::Ok();
   }
-  for (const std::string& name : names)
-    std::printf("%s\n", repo->packs().Describe(name).c_str());
-  if (names.empty()) {
-    PrintInfo("no pack is recorded as missing");
+  for (const std::string& line : given_up)
+    std::printf("%s\n", line.c_str());
+  if (given_up.empty()) {
+    PrintInfo("nothing is recorded as missing");
   } else if (opts.dry_run) {
-    PrintInfo("would give up " + std::to_string(names.size()) +
-              " missing pack(s) for good (dry run: nothing was changed)");
+    PrintInfo("would give up " + std::to_string(given_up.size()) +
+              " missing pack(s) or record(s) for good (dry run: nothing was changed)");
   } else {
-    PrintInfo("gave up " + std::to_string(names.size()) +
-              " missing pack(s) for good: prune goes on, and removes what only the snapshots "
-              "whose records they held used");
+    PrintInfo("gave up " + std::to_string(given_up.size()) +
+              " missing pack(s) or record(s) for good: prune goes on, and removes what only the "
+              "snapshots whose records they held used");
   }
   return Status::Ok();
 }
@@ -534,9 +534,10 @@ constexpr const char kForgetFooter[] =
     "only away: put it back and repair, and they return). Once it is gone for good,\n"
     "'forget --lost N' gives snapshot N up: it seals a forget record for it, after which prune\n"
     "goes on and a repair no longer looks for it. --dry-run shows what is missing of each.\n"
-    "When the pack that is gone held the snapshot's own record, nothing names the snapshot:\n"
-    "'repair catalog --allow-missing-packs' records the missing packs, prune removes nothing\n"
-    "while they are recorded, and 'forget --lost-packs' gives them up.\n"
+    "When the pack that is gone held the snapshot's own record, nothing there names it:\n"
+    "'repair catalog' records the packs the old catalog named and the records the newest\n"
+    "head or this client knew that are missing, prune removes nothing while any is\n"
+    "recorded, and 'forget --lost-packs' gives them up (a forget record names the records).\n"
     "\nEXAMPLES:\n"
     "  wanbackup forget --repo /backup/db --keep-last 7 --keep-daily 14 --keep-monthly 12\n"
     "  wanbackup forget --repo /backup/db --keep-within 30d --source /dev/vg0/db --dry-run\n"

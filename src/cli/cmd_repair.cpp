@@ -74,6 +74,7 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
                         {"unlisted", r.unlisted},
                         {"renumbered", r.renumbered},
                         {"missing_packs", r.missing_packs},
+                        {"missing_records", r.missing_records},
                         {"old_catalog", r.old_catalog},
                         {"seconds", seconds}};
     OutputJson(j, 2);
@@ -91,6 +92,16 @@ void PrintReport(const pipeline::RebuildReport& r, double seconds, bool json) {
             " snapshots (" + ids + ")");
   if (r.new_head) PrintWarning(NewHeadLine(r));
   if (!r.missing_packs.empty()) PrintWarning(MissingPacksLine(r));
+  if (!r.missing_records.empty()) {
+    PrintWarning(std::to_string(r.missing_records.size()) +
+                 " sealed snapshot record(s) the repository's head or this client knew are not in "
+                 "the packs (snapshot " +
+                 r.missing_records.front().substr(0, r.missing_records.front().find(':')) +
+                 (r.missing_records.size() > 1 ? ", ..." : "") +
+                 "): the pack that holds each is missing, and prune removes nothing until it is "
+                 "back (then 'wanbackup repair catalog' again) or 'wanbackup forget --lost-packs' "
+                 "gives them up for good");
+  }
   if (!r.old_catalog.empty()) PrintInfo("the old catalog is kept as " + r.old_catalog);
   PrintInfo("the job history is not in the packs and starts afresh; run 'wanbackup verify'");
 }
@@ -113,10 +124,11 @@ Status RunRepairCatalog(const RepairCatalogOptions& opts) {
     return Status::Corruption("the catalog was rebuilt, but snapshot(s) " + IdList(report.lost) +
                               " are lost (listed above); the repository is usable again");
   }
-  if (!report.missing_packs.empty() && report.problems.empty() && report.damaged_records == 0) {
-    return Status::Corruption("the catalog was rebuilt without " +
-                              std::to_string(report.missing_packs.size()) +
-                              " missing pack(s) (listed above); prune waits for them");
+  if ((!report.missing_packs.empty() || !report.missing_records.empty()) &&
+      report.problems.empty() && report.damaged_records == 0) {
+    return Status::Corruption(
+        "the catalog was rebuilt without what missing packs hold (listed above); prune waits "
+        "for them");
   }
   if (!report.complete()) {
     return Status::Corruption("the catalog was rebuilt, but " +

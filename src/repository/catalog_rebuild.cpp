@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/hex.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
 #include "common/units.h"
@@ -65,7 +66,8 @@ class Rebuilder {
  private:
   // Corruption when the old catalog, if it can still be read, names packs not in `packs`.
   Status CheckNoneMissing(const std::vector<PackFile>& packs) const;
-  std::vector<std::string> MissingPacks(const std::vector<PackFile>& packs) const;
+  std::vector<std::string> MissingPacks(const std::vector<PackFile>& packs);
+  std::vector<std::string> MissingRecords() const;
   Status IndexPack(const PackFile& pack);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
@@ -109,6 +111,9 @@ class Rebuilder {
   std::vector<Sealed> sealed_;                         // in pack order
   std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
   int64_t max_id_ = 0;                                 // largest snapshot id seen
+  std::set<int64_t> seen_ids_;                         // of sealed and forget records
+  std::vector<HeadEntry> lost_entries_;                // the newest head's, not rebuilt
+  std::vector<std::string> old_missing_records_;       // the old catalog's kMissingRecords
   std::optional<std::pair<HeadRecord, Digest>> head_;  // the newest head seen
   std::vector<uint8_t> record_, plain_;
   uint64_t bytes_done_ = 0, bytes_total_ = 0;
@@ -207,6 +212,7 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
                                  " belongs to another repository; left out");
     } else {
       max_id_ = std::max(max_id_, r->info.id);
+      seen_ids_.insert(r->info.id);
       sealed_.push_back(Sealed{id, read.digest, where, *r});
     }
   } else if (read.kind == RecordKind::kHead) {
@@ -231,6 +237,7 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
       for (const ForgottenSnapshot& f : r->snapshots) {
         forgotten_.insert(f.record);
         max_id_ = std::max(max_id_, f.id);
+        seen_ids_.insert(f.id);
       }
     }
   }
@@ -386,7 +393,7 @@ Status Rebuilder::CheckNoneMissing(const std::vector<PackFile>& packs) const {
 }
 
 // What the old catalog names, or recorded as missing, that is not among `packs`.
-std::vector<std::string> Rebuilder::MissingPacks(const std::vector<PackFile>& packs) const {
+std::vector<std::string> Rebuilder::MissingPacks(const std::vector<PackFile>& packs) {
   Result<std::unique_ptr<catalog::Catalog>> old = catalog::Catalog::Peek(repo_.CatalogPath());
   if (!old.ok()) return {};
   std::set<std::string> wanted;
@@ -399,9 +406,53 @@ std::vector<std::string> Rebuilder::MissingPacks(const std::vector<PackFile>& pa
     for (std::string name; names >> name;)
       wanted.insert(name);
   }
+  if (Result<std::string> recorded = (*old)->GetSetting(catalog::kMissingRecords); recorded.ok()) {
+    std::istringstream entries(*recorded);
+    for (std::string entry; entries >> entry;)
+      old_missing_records_.push_back(entry);
+  }
   for (const PackFile& p : packs)
     wanted.erase(p.name);
   return {wanted.begin(), wanted.end()};
+}
+
+// Sealed snapshot records known of but not in the packs (catalog::kMissingRecords): what the
+// old catalog recorded, what the newest head listed, and the highest number this client saw;
+// less what the packs hold or a forget record names.
+std::vector<std::string> Rebuilder::MissingRecords() const {
+  std::set<std::string> entries(old_missing_records_.begin(), old_missing_records_.end());
+  std::set<Digest> present;
+  for (const Sealed& s : sealed_)
+    present.insert(s.digest);
+  for (const HeadEntry& e : lost_entries_) {
+    if (present.count(e.record) == 0) {
+      entries.insert(std::to_string(e.id) + ":" + ToHex(e.record.data(), e.record.size()));
+    }
+  }
+  const Result<std::optional<AnchorRecord>> anchor =
+      TrustAnchorStore(DefaultSecurityDir()).Load(repo_.config().id);
+  if (anchor.ok() && *anchor && (*anchor)->highest_snapshot != 0 &&
+      (*anchor)->highest_snapshot < static_cast<uint64_t>(catalog::kMaxSnapshotId)) {
+    entries.insert(std::to_string((*anchor)->highest_snapshot) + ":");
+  }
+  std::vector<std::string> missing;
+  for (const std::string& entry : entries) {
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string hex = entry.substr(colon + 1);
+    bool found = false;
+    if (hex.empty()) {  // by number: any sealed or forget record that has it
+      const std::optional<uint64_t> id = ParseDecimalU64(entry.substr(0, colon));
+      found = !id || seen_ids_.count(static_cast<int64_t>(*id)) != 0;
+    } else {
+      found = std::any_of(present.begin(), present.end(),
+                          [&](const Digest& d) { return ToHex(d.data(), d.size()) == hex; }) ||
+              std::any_of(forgotten_.begin(), forgotten_.end(),
+                          [&](const Digest& d) { return ToHex(d.data(), d.size()) == hex; });
+    }
+    if (!found) missing.push_back(entry);
+  }
+  return missing;
 }
 
 Result<RebuildReport> Rebuilder::Run() {
@@ -430,13 +481,18 @@ Result<RebuildReport> Rebuilder::Run() {
     WB_RETURN_IF_ERROR(RebuildSnapshots(&rebuilt));
     // New snapshots get ids above every id ever used, forgotten ones included.
     WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
-    if (!report_.missing_packs.empty()) {
-      std::string names;
-      for (const std::string& name : report_.missing_packs)
-        names += (names.empty() ? "" : " ") + name;
-      WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kMissingPacks, names));
-    }
     WB_RETURN_IF_ERROR(SettleHead(rebuilt));
+    if (!options_.cache) {
+      report_.missing_records = MissingRecords();
+      for (const auto& [key, list] :
+           {std::pair{catalog::kMissingPacks, &report_.missing_packs},
+            std::pair{catalog::kMissingRecords, &report_.missing_records}}) {
+        std::string joined;
+        for (const std::string& item : *list)
+          joined += (joined.empty() ? "" : " ") + item;
+        if (!joined.empty()) WB_RETURN_IF_ERROR(catalog_->PutSetting(key, joined));
+      }
+    }
     WB_RETURN_IF_ERROR(txn->Commit());
     WB_RETURN_IF_ERROR(repo_.WriteSettings(catalog_.get()));
     catalog_.reset();  // closes it: the WAL is folded into the file
@@ -578,6 +634,7 @@ Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
   for (const HeadEntry& e : newest.snapshots) {
     if (std::find(rebuilt.begin(), rebuilt.end(), e) == rebuilt.end()) {
       report_.lost.push_back(e.id);
+      lost_entries_.push_back(e);
     }
   }
   if (options_.cache) {

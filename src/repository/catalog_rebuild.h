@@ -48,8 +48,11 @@ struct RebuildReport {
   // Packs an earlier catalog named (or recorded as missing) that are not there, recorded in
   // the new catalog (catalog::kMissingPacks) under --allow-missing-packs.
   std::vector<std::string> missing_packs;
+  // Sealed snapshot records known of but not in the packs (catalog::kMissingRecords entries).
+  std::vector<std::string> missing_records;
   bool complete() const {
-    return damaged_records == 0 && problems.empty() && lost.empty() && missing_packs.empty();
+    return damaged_records == 0 && problems.empty() && lost.empty() && missing_packs.empty() &&
+           missing_records.empty();
   }
 };
 

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "common/failpoint.h"
+#include "common/hex.h"
+#include "common/text.h"
 #include "repository/head.h"
 #include "repository/record.h"
 #include "repository/snapshot_check.h"
@@ -197,9 +199,28 @@ Result<std::vector<MissingPack>> RecordedMissingPacks(Repository& repo) {
   return missing;
 }
 
+Result<std::vector<MissingRecord>> RecordedMissingRecords(catalog::Catalog& cat) {
+  WB_ASSIGN_OR_RETURN(const std::string recorded, cat.GetSetting(catalog::kMissingRecords));
+  std::vector<MissingRecord> missing;
+  std::istringstream entries(recorded);
+  for (std::string entry; entries >> entry;) {
+    const size_t colon = entry.find(':');
+    const std::optional<uint64_t> id = ParseDecimalU64(entry.substr(0, colon));
+    if (colon == std::string::npos || !id) continue;
+    MissingRecord m;
+    m.id = static_cast<int64_t>(*id);
+    const std::string hex = entry.substr(colon + 1);
+    if (!hex.empty() && !FromHex(hex, m.record.data(), m.record.size())) continue;
+    missing.push_back(m);
+  }
+  return missing;
+}
+
 Result<std::vector<std::string>> ForgetMissingPacks(Repository& repo, bool dry_run) {
   WB_ASSIGN_OR_RETURN(const std::vector<MissingPack> missing, RecordedMissingPacks(repo));
-  std::vector<std::string> names;
+  WB_ASSIGN_OR_RETURN(const std::vector<MissingRecord> records,
+                      RecordedMissingRecords(repo.catalog()));
+  std::vector<std::string> given_up;
   for (const MissingPack& m : missing) {
     if (m.back) {
       return Status::InvalidArgument(
@@ -207,13 +228,28 @@ Result<std::vector<std::string>> ForgetMissingPacks(Repository& repo, bool dry_r
           " is back: 'wanbackup repair catalog' indexes it and brings back what it holds; "
           "nothing was forgotten");
     }
-    names.push_back(m.name);
+    given_up.push_back("pack " + repo.packs().Describe(m.name));
   }
-  if (dry_run || names.empty()) return names;
+  for (const MissingRecord& r : records)
+    given_up.push_back("the sealed record of snapshot " + std::to_string(r.id));
+  if (dry_run || given_up.empty()) return given_up;
+  if (!records.empty()) {
+    // A forget record names them, so that no later repair records them missing again (one
+    // known by number only is named with a zero digest, which no record has).
+    ForgetRecord record;
+    record.repository_id = repo.config().id;
+    record.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+    for (const MissingRecord& r : records)
+      record.snapshots.push_back(ForgottenSnapshot{r.id, r.record});
+    WB_RETURN_IF_ERROR(SealForget(repo, record, {}).status());
+  }
   WB_ASSIGN_OR_RETURN(auto txn, repo.catalog().Begin());
   WB_RETURN_IF_ERROR(repo.catalog().PutSetting(catalog::kMissingPacks, ""));
+  WB_RETURN_IF_ERROR(repo.catalog().PutSetting(catalog::kMissingRecords, ""));
   WB_RETURN_IF_ERROR(txn->Commit());
-  return names;
+  return given_up;
 }
 
 Status CheckCatalogNamesEveryPack(Repository& repo) {

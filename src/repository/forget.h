@@ -58,8 +58,18 @@ struct MissingPack {
 };
 Result<std::vector<MissingPack>> RecordedMissingPacks(Repository& repo);
 
-// `forget --lost-packs`: gives up the packs the catalog records as missing, so that prune goes
-// on (without `dry_run`); refused while one is back ('repair catalog' indexes it). Their names.
+// The sealed snapshot records the catalog records as missing (catalog::kMissingRecords); a
+// zero `record` when only the number is known.
+struct MissingRecord {
+  int64_t id = 0;
+  Digest record{};
+};
+Result<std::vector<MissingRecord>> RecordedMissingRecords(catalog::Catalog& cat);
+
+// `forget --lost-packs`: gives up the packs and the sealed records the catalog records as
+// missing, so that prune goes on (without `dry_run`): a forget record names the records, so no
+// later repair records them again. Refused while a recorded pack is back ('repair catalog'
+// indexes it). What it gave up, one line each.
 Result<std::vector<std::string>> ForgetMissingPacks(Repository& repo, bool dry_run);
 
 // Refused (naming 'repair catalog') while the catalog is behind its packs: a pack in the store

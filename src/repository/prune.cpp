@@ -201,6 +201,17 @@ Status Pruner::RefuseUnlisted() {
 // snapshot could not come back with its pack).
 Status Pruner::RefuseMissingPacks() {
   WB_ASSIGN_OR_RETURN(const std::vector<MissingPack> missing, RecordedMissingPacks(repo_));
+  WB_ASSIGN_OR_RETURN(const std::vector<MissingRecord> records, RecordedMissingRecords(cat_));
+  if (missing.empty() && !records.empty()) {
+    return Status::Corruption(
+        "the catalog was rebuilt without the sealed record of snapshot " +
+        std::to_string(records.front().id) +
+        (records.size() > 1 ? " and " + std::to_string(records.size() - 1) + " more" : "") +
+        ", which the repository's head or this client knew: the pack that holds it is missing, "
+        "and the snapshot may use chunks of the packs here, so prune changed nothing. Put the "
+        "pack back and run 'wanbackup repair catalog'; once it is gone for good, 'wanbackup "
+        "forget --lost-packs' gives it up");
+  }
   if (missing.empty()) return Status::Ok();
   for (const MissingPack& m : missing) {
     if (m.back) {

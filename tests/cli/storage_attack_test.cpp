@@ -580,7 +580,9 @@ TEST_CASE(
                     "were missing when the catalog was rebuilt (" + pack + ")");
   const RunResult packs_dry = repo.Wb({"forget", "--lost-packs", "--dry-run"});
   CHECK(packs_dry.exit_code == 0);
-  CHECK(packs_dry.err.find("would give up 1 missing pack(s)") != std::string::npos);
+  // The pack, and snapshot 1's record, which the newest head listed and which it held.
+  CHECK(packs_dry.err.find("would give up 2 missing pack(s) or record(s)") != std::string::npos);
+  CHECK(packs_dry.out.find("the sealed record of snapshot 1") != std::string::npos);
   CHECK(repo.Wb({"prune"}).exit_code == 3);
   repo.Ok({"forget", "--lost-packs"});
   // Before: prune refused for good, and nothing could forget snapshot 2 (round 8, Y1).
@@ -648,6 +650,71 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "repair catalog: with the catalog gone and the newest pack only away, the snapshot this "
+    "client saw is recorded missing, prune waits, and it comes back with its pack",
+    "[trust]") {
+  TempDir dir("newest-away");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 4);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});  // 1: pack A
+  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
+      << "changed!";
+  repo.Ok({"snapshot", dir / "a.img"});  // 2: most chunks in A; the rest, its record, head 2: B
+  const std::string b = PackOfSnapshotRecord(repo, 2), away = dir / "away.pack";
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(repo.catalog() + suffix);
+  std::filesystem::rename(b, away);
+  // Nothing in the packs names snapshot 2 now; this client's anchor saw it (before: exit 0,
+  // and after 'trust' prune removed what snapshot 2 shares with A; round 12, AC1).
+  const RunResult repair = repo.Wb({"repair", "catalog"});
+  INFO(repair.err);
+  CHECK(repair.exit_code == 3);
+  CHECK(repair.err.find("are not in the packs (snapshot 2)") != std::string::npos);
+  repo.Ok({"trust"});
+  const auto before = TreeContents(repo.path() + "/packs");
+  CheckOneLineError(repo.Wb({"prune"}), 3, "without the sealed record of snapshot 2");
+  CHECK(TreeContents(repo.path() + "/packs") == before);
+  std::filesystem::rename(away, b);
+  repo.Ok({"repair", "catalog"});
+  repo.Ok({"prune"});
+  repo.Ok({"restore", "2", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", dir / "a.img"));
+}
+
+TEST_CASE(
+    "forget --lost-packs: a newest pack gone for good is given up once, and a later repair does "
+    "not record it missing again",
+    "[trust]") {
+  TempDir dir("newest-gone");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 4);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});  // 1
+  const std::string first = dir / "first.img";
+  std::filesystem::copy_file(dir / "a.img", first);
+  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
+      << "changed!";
+  repo.Ok({"snapshot", dir / "a.img"});  // 2, its record in the newest pack
+  const std::string newest = PackOfSnapshotRecord(repo, 2);
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(repo.catalog() + suffix);
+  REQUIRE(std::filesystem::remove(newest));
+  CHECK(repo.Wb({"repair", "catalog"}).exit_code == 3);
+  repo.Ok({"trust"});
+  CHECK(repo.Wb({"prune"}).exit_code == 3);
+  const RunResult given = repo.Wb({"forget", "--lost-packs"});
+  INFO(given.err);
+  REQUIRE(given.exit_code == 0);
+  CHECK(given.out.find("the sealed record of snapshot 2") != std::string::npos);
+  repo.Ok({"prune"});
+  repo.Ok({"repair", "catalog"});  // exit 0: the forget record names it
+  repo.Ok({"prune"});
+  repo.Ok({"restore", "1", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", first));
+}
+
+TEST_CASE(
     "storage attack: forget decides on the sealed records, so rows a storage writer edited to "
     "make the newest snapshot look old are refused and nothing is forgotten",
     "[trust]") {
@@ -707,7 +774,8 @@ TEST_CASE(
                     "catalog' first");
   // Without the catalog's record of them (dropped by whoever can write it), the sealed records
   // in the packs stop prune all the same.
-  wanbackup::testing::Sql(repo.catalog(), "DELETE FROM settings WHERE key = 'missing_packs'");
+  wanbackup::testing::Sql(repo.catalog(),
+                          "DELETE FROM settings WHERE key IN ('missing_packs', 'missing_records')");
   CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not list");
   CHECK(repo.Wb({"prune"}).err.find("run 'wanbackup repair catalog' first") != std::string::npos);
   CHECK(TreeContents(packs) == before);
@@ -739,7 +807,8 @@ TEST_CASE(
   std::filesystem::copy(dir / "packs.away", packs, std::filesystem::copy_options::recursive);
   const auto before = TreeContents(packs);
   CheckOneLineError(repo.Wb({"prune"}), 3, "which the catalog was rebuilt without, is back");
-  wanbackup::testing::Sql(repo.catalog(), "DELETE FROM settings WHERE key = 'missing_packs'");
+  wanbackup::testing::Sql(repo.catalog(),
+                          "DELETE FROM settings WHERE key IN ('missing_packs', 'missing_records')");
   CheckOneLineError(repo.Wb({"prune"}), 3, "that the catalog does not list");
   CHECK(TreeContents(packs) == before);
   // Repair brings back both, each under its own number (before: one was left out as "sealed
