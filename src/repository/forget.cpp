@@ -16,6 +16,7 @@
 #include "repository/record.h"
 #include "repository/snapshot_check.h"
 #include "repository/snapshot_record.h"
+#include "repository/trust_anchor.h"
 #include "store/pack_store.h"
 
 namespace wanbackup::pipeline {
@@ -230,19 +231,35 @@ Result<std::vector<std::string>> ForgetMissingPacks(Repository& repo, bool dry_r
     }
     given_up.push_back("pack " + repo.packs().Describe(m.name));
   }
-  for (const MissingRecord& r : records)
+  // The list is catalog data that anyone with the files can write (round 13: a forged entry
+  // had a forget record sealed for a whole snapshot, AD1, or for a number far above the rest,
+  // which then stopped every snapshot, AD2). So nothing is sealed for an entry with a digest:
+  // the repair that recorded it sealed a head without it, and no later repair looks for it. A
+  // number-only entry, which this client's anchor makes every repair record again, gets a
+  // forget record (zero digest, which no record has) only when it is that anchor's highest
+  // number and no record in the catalog has it.
+  const Result<std::optional<AnchorRecord>> anchor =
+      TrustAnchorStore(DefaultSecurityDir()).Load(repo.config().id);
+  const int64_t highest =
+      anchor.ok() && *anchor ? static_cast<int64_t>((*anchor)->highest_snapshot) : 0;
+  std::vector<int64_t> by_number;
+  for (const MissingRecord& r : records) {
     given_up.push_back("the sealed record of snapshot " + std::to_string(r.id));
+    if (r.record != Digest{} || r.id != highest || highest >= catalog::kMaxSnapshotId) continue;
+    Result<catalog::SnapshotInfo> listed = repo.catalog().GetSnapshot(r.id);
+    if (listed.ok()) continue;
+    WB_ASSIGN_OR_RETURN(const std::vector<LostSnapshot> unlisted, FindLostSnapshots(repo, r.id));
+    if (unlisted.empty()) by_number.push_back(r.id);
+  }
   if (dry_run || given_up.empty()) return given_up;
-  if (!records.empty()) {
-    // A forget record names them, so that no later repair records them missing again (one
-    // known by number only is named with a zero digest, which no record has).
+  if (!by_number.empty()) {
     ForgetRecord record;
     record.repository_id = repo.config().id;
     record.forgotten_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
-    for (const MissingRecord& r : records)
-      record.snapshots.push_back(ForgottenSnapshot{r.id, r.record});
+    for (const int64_t id : by_number)
+      record.snapshots.push_back(ForgottenSnapshot{id, Digest{}});
     WB_RETURN_IF_ERROR(SealForget(repo, record, {}).status());
   }
   WB_ASSIGN_OR_RETURN(auto txn, repo.catalog().Begin());

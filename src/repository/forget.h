@@ -67,9 +67,10 @@ struct MissingRecord {
 Result<std::vector<MissingRecord>> RecordedMissingRecords(catalog::Catalog& cat);
 
 // `forget --lost-packs`: gives up the packs and the sealed records the catalog records as
-// missing, so that prune goes on (without `dry_run`): a forget record names the records, so no
-// later repair records them again. Refused while a recorded pack is back ('repair catalog'
-// indexes it). What it gave up, one line each.
+// missing, so that prune goes on (without `dry_run`). A record known by number only, from this
+// client's anchor, gets a forget record (so no later repair records it again), and only then;
+// nothing is sealed on the word of the list alone. Refused while a recorded pack is back
+// ('repair catalog' indexes it). What it gave up, one line each.
 Result<std::vector<std::string>> ForgetMissingPacks(Repository& repo, bool dry_run);
 
 // Refused (naming 'repair catalog') while the catalog is behind its packs: a pack in the store

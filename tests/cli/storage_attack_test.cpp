@@ -715,6 +715,38 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "storage attack: records forged into the catalog's list of missing records only stop "
+    "prune, and giving them up forgets nothing and raises no number",
+    "[trust]") {
+  TempDir dir("forged-missing");
+  RepoCli repo(dir);
+  WriteNoiseImage(dir / "a.img", 1, 3);
+  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  // No key needed: snapshot 1's own record, and a number far above the rest.
+  wanbackup::testing::Sql(
+      repo.catalog(),
+      "INSERT OR REPLACE INTO settings(key, value) SELECT 'missing_records', '1:' || "
+      "lower(hex(c.digest)) || ' 4294967300:' FROM snapshots s JOIN chunks c ON c.id = "
+      "s.record_id WHERE s.id = 1");
+  CheckOneLineError(repo.Wb({"prune"}), 3, "without the sealed record of snapshot 1");
+  // As prune advises. Before, this sealed a forget record for snapshot 1, whole and listed
+  // (lost for good at the next repair), and one for 4294967300, after which no snapshot could
+  // be taken again (round 13, AD1, AD2).
+  repo.Ok({"forget", "--lost-packs"});
+  repo.Ok({"prune"});
+  repo.Ok({"snapshot", dir / "a.img"});
+  const auto listed = nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out);
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[2]["id"] == 3);
+  repo.Ok({"repair", "catalog"});
+  CHECK(nlohmann::json::parse(repo.Ok({"snapshots", "--json"}).out).size() == 3);
+  repo.Ok({"restore", "1", "--to", dir / "back.img"});
+  CHECK(SameFile(dir / "back.img", dir / "a.img"));
+}
+
+TEST_CASE(
     "storage attack: forget decides on the sealed records, so rows a storage writer edited to "
     "make the newest snapshot look old are refused and nothing is forgotten",
     "[trust]") {
