@@ -128,6 +128,28 @@ std::string PackOfSnapshotRecord(const RepoCli& repo, int64_t id) {
   return repo.path() + "/packs/" + name.substr(0, 2) + "/" + name + ".pack";
 }
 
+// Snapshot 1 of a.img (kept as first.img), then snapshot 2 with a few bytes changed: most of
+// 2's chunks are 1's (in pack A); its own chunk, map, record and head lie in a newer pack B.
+struct SharedChunks {
+  explicit SharedChunks(const std::string& label) : dir(label) {
+    WriteNoiseImage(dir / "a.img", 1, 4);
+    repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
+    repo.Ok({"snapshot", dir / "a.img"});
+    std::filesystem::copy_file(dir / "a.img", first);
+    std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
+        << "changed!";
+    repo.Ok({"snapshot", dir / "a.img"});
+  }
+  // catalog.db gone, as after a disk fault.
+  void RemoveCatalog() const {
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(repo.catalog() + suffix);
+  }
+  TempDir dir;
+  RepoCli repo{dir};
+  std::string first = dir / "first.img";
+};
+
 // Two snapshots of image a (4 chunks, chunk 1 zeros; the second with chunk 3 changed).
 void TwoSnapshots(const RepoCli& repo) {
   const TempDir& dir = repo.dir();
@@ -620,15 +642,10 @@ TEST_CASE(
     "repair catalog --allow-missing-packs: a snapshot whose record is in a pack that is only "
     "away keeps the chunks it shares with other packs, and comes back with its pack",
     "[trust]") {
-  TempDir dir("record-away");
-  RepoCli repo(dir);
-  WriteNoiseImage(dir / "a.img", 1, 4);
-  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
-  repo.Ok({"snapshot", dir / "a.img"});  // 1: pack A
-  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
-      << "changed!";
-  repo.Ok({"snapshot", dir / "a.img"});  // 2: most chunks in A; the rest and its record in B
-  repo.Ok({"forget", "1"});              // an ordinary rotation
+  const SharedChunks shared("record-away");
+  const TempDir& dir = shared.dir;
+  const RepoCli& repo = shared.repo;
+  repo.Ok({"forget", "1"});  // an ordinary rotation
   const std::string b = PackOfSnapshotRecord(repo, 2), away = dir / "away.pack";
   std::filesystem::rename(b, away);  // a disk not mounted yet
   const RunResult repair = repo.Wb({"repair", "catalog", "--allow-missing-packs"});
@@ -653,17 +670,11 @@ TEST_CASE(
     "repair catalog: with the catalog gone and the newest pack only away, the snapshot this "
     "client saw is recorded missing, prune waits, and it comes back with its pack",
     "[trust]") {
-  TempDir dir("newest-away");
-  RepoCli repo(dir);
-  WriteNoiseImage(dir / "a.img", 1, 4);
-  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
-  repo.Ok({"snapshot", dir / "a.img"});  // 1: pack A
-  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
-      << "changed!";
-  repo.Ok({"snapshot", dir / "a.img"});  // 2: most chunks in A; the rest, its record, head 2: B
+  const SharedChunks shared("newest-away");
+  const TempDir& dir = shared.dir;
+  const RepoCli& repo = shared.repo;
   const std::string b = PackOfSnapshotRecord(repo, 2), away = dir / "away.pack";
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(repo.catalog() + suffix);
+  shared.RemoveCatalog();
   std::filesystem::rename(b, away);
   // Nothing in the packs names snapshot 2 now; this client's anchor saw it (before: exit 0,
   // and after 'trust' prune removed what snapshot 2 shares with A; round 12, AC1).
@@ -686,19 +697,11 @@ TEST_CASE(
     "forget --lost-packs: a newest pack gone for good is given up once, and a later repair does "
     "not record it missing again",
     "[trust]") {
-  TempDir dir("newest-gone");
-  RepoCli repo(dir);
-  WriteNoiseImage(dir / "a.img", 1, 4);
-  repo.Ok({"init", "--key-file", repo.key(), "--chunk-size", "64K"});
-  repo.Ok({"snapshot", dir / "a.img"});  // 1
-  const std::string first = dir / "first.img";
-  std::filesystem::copy_file(dir / "a.img", first);
-  std::fstream(dir / "a.img", std::ios::in | std::ios::out | std::ios::binary).seekp(200000)
-      << "changed!";
-  repo.Ok({"snapshot", dir / "a.img"});  // 2, its record in the newest pack
+  const SharedChunks shared("newest-gone");
+  const TempDir& dir = shared.dir;
+  const RepoCli& repo = shared.repo;
   const std::string newest = PackOfSnapshotRecord(repo, 2);
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(repo.catalog() + suffix);
+  shared.RemoveCatalog();
   REQUIRE(std::filesystem::remove(newest));
   CHECK(repo.Wb({"repair", "catalog"}).exit_code == 3);
   repo.Ok({"trust"});
@@ -711,7 +714,7 @@ TEST_CASE(
   repo.Ok({"repair", "catalog"});  // exit 0: the forget record names it
   repo.Ok({"prune"});
   repo.Ok({"restore", "1", "--to", dir / "back.img"});
-  CHECK(SameFile(dir / "back.img", first));
+  CHECK(SameFile(dir / "back.img", shared.first));
 }
 
 TEST_CASE(
