@@ -541,19 +541,31 @@ Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
   return writer;
 }
 
+// The pack is opened and its header checked without the lock (on object storage those are
+// round trips, and restore's workers open many packs at once); a thread that wants a pack
+// another is opening waits for that one instead of opening it again.
 Result<const PackReader*> Repository::Pack(int64_t pack_id) {
-  std::lock_guard<std::mutex> lock(packs_mu_);
-  auto it = pack_readers_.find(pack_id);
-  if (it != pack_readers_.end()) return it->second.get();
-  auto name = pack_names_.find(pack_id);
-  if (name == pack_names_.end()) {
-    return Status::Corruption("pack " + std::to_string(pack_id) + " is not in the catalog");
+  std::string name;
+  {
+    std::unique_lock<std::mutex> lock(packs_mu_);
+    packs_opened_.wait(lock, [&] { return packs_opening_.count(pack_id) == 0; });
+    auto it = pack_readers_.find(pack_id);
+    if (it != pack_readers_.end()) return it->second.get();
+    auto named = pack_names_.find(pack_id);
+    if (named == pack_names_.end()) {
+      return Status::Corruption("pack " + std::to_string(pack_id) + " is not in the catalog");
+    }
+    name = named->second;
+    packs_opening_.insert(pack_id);
   }
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, store_->Open(name->second));
-  WB_RETURN_IF_ERROR(CheckPackHeader(*reader, config_.id, store_->Describe(name->second)));
-  const PackReader* raw = reader.get();
-  pack_readers_[pack_id] = std::move(reader);
-  return raw;
+  Result<std::unique_ptr<PackReader>> reader = store_->Open(name);
+  Status checked =
+      reader.ok() ? CheckPackHeader(**reader, config_.id, store_->Describe(name)) : reader.status();
+  std::lock_guard<std::mutex> lock(packs_mu_);
+  packs_opening_.erase(pack_id);
+  packs_opened_.notify_all();
+  if (!checked.ok()) return checked;
+  return pack_readers_.try_emplace(pack_id, std::move(*reader)).first->second.get();
 }
 
 Status Repository::RemovePack(int64_t pack_id, const std::string& name) {

@@ -7,12 +7,14 @@
 // and Pack() are thread-safe; catalog() belongs to the thread that opened the repository.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "catalog/catalog.h"
 #include "common/result.h"
@@ -197,7 +199,9 @@ class Repository {
   std::mutex packs_mu_;
   std::unique_ptr<PackStore> store_;
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)
-  std::unordered_map<int64_t, std::string> pack_names_;                    // GUARDED_BY(packs_mu_)
+  std::unordered_set<int64_t> packs_opening_;            // GUARDED_BY(packs_mu_): being opened
+  std::condition_variable packs_opened_;                 // an opening ended
+  std::unordered_map<int64_t, std::string> pack_names_;  // GUARDED_BY(packs_mu_)
   std::function<void(uint64_t)> head_listener_;
   std::shared_ptr<S3Objects> s3_;        // S3 repositories only
   std::unique_ptr<S3RepoLock> s3_lock_;  // S3 repositories only: the lock object
