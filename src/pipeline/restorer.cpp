@@ -131,6 +131,9 @@ class ReadBackBuffers {
   std::vector<uint8_t*> free_;
 };
 
+// Restore workers on object storage (RestoreOptions::workers = 0), each with a GET in flight.
+constexpr int kRemoteWorkers = 16;
+
 // Writes a snapshot's chunks to the sink, one map segment at a time, on `workers` threads
 // (the calling one among them) that take the next chunk of the segment from a shared counter.
 class SegmentWriter {
@@ -276,11 +279,15 @@ Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotI
   // changed after the check (a test rewrites it here) can only make the restore fail.
   WB_PAUSEPOINT("restore.after-check");
   const bool ordered = sink.sequential_only();
+  // On object storage a worker spends most of its time waiting for its GET: enough of them
+  // to keep the line busy (kRemoteWorkers × the chunk size in flight).
   const int workers =
       ordered ? 1
               : (options.workers > 0
                      ? options.workers
-                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+                     : (repo.remote()
+                            ? kRemoteWorkers
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))));
   SegmentWriter writer(repo, snap, sink, workers);
   RestoreResult result;
   const auto start = Clock::now();

@@ -30,7 +30,7 @@ struct RestoreProgress {
 };
 
 struct RestoreOptions {
-  int workers = 0;  // 0: one per core
+  int workers = 0;  // 0: one per core (16 on object storage, where they wait on GETs)
   // The caller already ran CheckSnapshotAgainstRecord(..., true) (snapshot_check.h) before
   // opening the sink; else RestoreSnapshot runs it before writing anything.
   bool record_checked = false;

@@ -4,12 +4,14 @@
 // of the same bytes, so a retried or repeated upload is idempotent; once the pack is sealed it
 // is never written again); large packs go up as multipart uploads with parts in flight. So a
 // pack synced k times costs k uploads of what it holds by then: a snapshot into an S3
-// repository closes its packs at 64 MiB and syncs each once, when it is closed (the header's
-// upload at Create aside), right before the catalog commit that names it. Readers fetch ranged
-// GETs; no HEAD per record (ReadRecordAt reads without asking the size). Credentials come from the
-// environment (or the caller), never from argv, and appear in no message. Thread-safe: Open, List,
-// Remove and readers from any thread (S3Options::parallel_calls of them at once, each on its own
-// reused connections); a PackWriter belongs to one thread.
+// repository closes its packs at 64 MiB and uploads each once, in the background
+// (SyncInBackground) while it fills the next ones, and commits the catalog only once every pack
+// it names is up (the header's upload at Create aside). Readers fetch ranged GETs; no HEAD per
+// record (ReadRecordAt reads without asking the size). Credentials come from the environment
+// (or the caller), never from argv, and appear in no message. Thread-safe: Open, List, Remove
+// and readers from any thread (S3Options::parallel_calls of them at once, each on its own
+// reused connections); a PackWriter belongs to one thread (its background upload runs on
+// another, joined by its next Sync or its destructor).
 #pragma once
 
 #include <chrono>
@@ -50,8 +52,9 @@ Result<S3Credentials> S3CredentialsFromFile(const std::string& path);
 struct S3Options {
   std::string ca_file;           // TLS: this CA bundle instead of the system's store
   int max_in_flight = 16;        // transfers at once in one call (multipart parts)
-  int parallel_calls = 4;        // threads whose requests run at once (readers), each on its own
-                                 // multi handle and connections
+  int parallel_calls = 32;       // threads whose requests run at once (readers, the uploads
+                                 // of packs synced in the background), each on its own multi
+                                 // handle and connections
   size_t part_size = 16u << 20;  // multipart above this size, in parts of this size
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::seconds stall_timeout{30};  // a transfer that moves no byte this long fails
