@@ -24,8 +24,8 @@ struct SnapshotCommandOptions {
   bool json = false;
   std::string progress = "auto";
   std::string progress_interval;
-  std::string checkpoint_interval = "10s";
-  std::string checkpoint_bytes = "256M";
+  std::string checkpoint_interval;  // "": the store's default
+  std::string checkpoint_bytes;
   RepoFlags repo;
   TargetFlags target;
   TuningFlags tuning;
@@ -177,11 +177,11 @@ void RegisterSnapshot(CLI::App& app, Runner* runner) {
                   "time between progress updates (default 0.5s on a terminal, 10s plain)");
   cmd->add_option("--checkpoint-interval", opts->checkpoint_interval,
                   "make what was stored durable at least this often; an interrupted run loses "
-                  "at most this much work")
-      ->capture_default_str();
+                  "at most this much work (default 10s; 60s on S3, where each checkpoint waits "
+                  "for every upload in flight)");
   cmd->add_option("--checkpoint-bytes", opts->checkpoint_bytes,
-                  "... and whenever this much has been stored since the last checkpoint")
-      ->capture_default_str();
+                  "... and whenever this much has been stored since the last checkpoint "
+                  "(default 256M; 4G on S3)");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
   AddTuningFlags(cmd, &opts->tuning);

@@ -29,10 +29,25 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
   options.max_memory = initiator::BufferBudget(max_memory);
   options.progress_interval = request.progress_interval;
   options.on_progress = request.on_progress;
-  WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(request.checkpoint_interval, "s"));
-  options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
-  WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(request.checkpoint_bytes));
+  if (!request.checkpoint_interval.empty()) {
+    WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(request.checkpoint_interval, "s"));
+    options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
+    if (options.commit_interval.count() <= 0)
+      return Status::InvalidArgument("--checkpoint-interval must be more than 0");
+  }
+  if (!request.checkpoint_bytes.empty()) {
+    WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(request.checkpoint_bytes));
+    if (options.commit_bytes == 0)
+      return Status::InvalidArgument("--checkpoint-bytes must be more than 0");
+  }
 
+  // Tests only (docs/testing.md): $WANBACKUP_TEST_PACK_SIZE closes packs at that size (on S3,
+  // where they are 64 MiB, a small image then fills many, uploaded in the background).
+  if (const char* pack = std::getenv("WANBACKUP_TEST_PACK_SIZE"); pack != nullptr && *pack) {
+    WB_ASSIGN_OR_RETURN(options.pack_size, ParseSize(pack));
+    if (options.pack_size == 0)
+      return Status::InvalidArgument("$WANBACKUP_TEST_PACK_SIZE must be more than 0");
+  }
   // Tests only (docs/testing.md): $WANBACKUP_TEST_SNAPSHOT_TIME, in Unix seconds, is recorded as
   // the snapshot's start time, so retention can be tested on a faked month of snapshots.
   if (const char* fake = std::getenv("WANBACKUP_TEST_SNAPSHOT_TIME"); fake != nullptr && *fake) {

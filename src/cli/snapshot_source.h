@@ -19,8 +19,8 @@ struct SnapshotRequest {
   std::string job;  // the job taking it (`run`), sealed in its record
   TargetFlags target;
   TuningFlags tuning;
-  std::string checkpoint_interval = "10s";
-  std::string checkpoint_bytes = "256M";
+  std::string checkpoint_interval;  // "": the store's default (pipeline::kCheckpointInterval, …)
+  std::string checkpoint_bytes;
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const pipeline::SnapshotProgress&)> on_progress;  // may be empty
 };

@@ -76,22 +76,31 @@ void Snapshotter::MarkRunFailed() {
   }
 }
 
-// After a failed run (its transaction committed or rolled back): the pack it was writing, when
-// the catalog does not name it, holds nothing durable anyone points at (its row was in the
-// transaction that rolled back), and on a full disk it is what keeps the disk full: remove it.
-// A pack the catalog names stays, as does one we cannot tell about (prune removes it later).
+// After a failed run (its transaction committed or rolled back): the packs it was writing,
+// when the catalog does not name them, hold nothing durable anyone points at (their rows were
+// in the transaction that rolled back), and on a full disk they are what keeps the disk full:
+// remove them. A pack the catalog names stays, as does one we cannot tell about (prune removes
+// it later).
 void Snapshotter::RemoveUncommittedPack() {
-  if (!pack_) return;
-  std::string name;
-  const bool ours = IsPackFileName(std::filesystem::path(pack_->path()).filename().string(), &name);
+  std::vector<std::pair<std::string, int64_t>> written;  // path, id
+  for (ClosedPack& p : closed_) {
+    written.emplace_back(p.writer->path(), p.id);
+    p.writer.reset();  // its upload ended before it goes
+  }
+  closed_.clear();
+  closed_bytes_ = 0;
+  if (pack_) written.emplace_back(pack_->path(), pack_id_);
   pack_.reset();  // closed before it goes
-  if (!ours) return;
+  if (written.empty()) return;
   Result<std::vector<catalog::PackInfo>> named = catalog_.Packs();
   if (!named.ok()) return;
-  for (const catalog::PackInfo& p : *named) {
-    if (p.name == name) return;
+  for (const auto& [path, id] : written) {
+    std::string name;
+    if (!IsPackFileName(std::filesystem::path(path).filename().string(), &name)) continue;
+    const bool kept = std::any_of(named->begin(), named->end(),
+                                  [&](const catalog::PackInfo& p) { return p.name == name; });
+    if (!kept) (void)repo_.RemovePack(id, name);  // a pack left behind is prune's to remove
   }
-  (void)repo_.RemovePack(pack_id_, name);  // a pack left behind is prune's to remove
 }
 
 // Buffers enough for the source's window and every worker, within the memory budget, and the

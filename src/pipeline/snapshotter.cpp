@@ -150,10 +150,41 @@ Status Snapshotter::StartPack() {
   return Status::Ok();
 }
 
-// Makes the pack durable and records its size, in the open transaction (no pack: nothing to do).
-Status Snapshotter::SyncPack() {
-  if (!pack_) return Status::Ok();
+// Object storage: starts the full pack's upload in the background and lets the next record
+// start a new pack; past the upload budget, waits for the oldest upload first.
+Status Snapshotter::ClosePack() {
   if (pack_failed_) return Status::IoError(pack_->path() + " failed earlier; not trusted");
+  WB_RETURN_IF_ERROR(pack_->SyncInBackground());
+  closed_bytes_ += pack_->size();
+  closed_.push_back({std::move(pack_), pack_id_});
+  while (closed_bytes_ > options_.upload_bytes && closed_.size() > 1)
+    WB_RETURN_IF_ERROR(SyncClosedPack());
+  return Status::Ok();
+}
+
+// Waits for the oldest closed pack's upload and records its size, in the open transaction.
+Status Snapshotter::SyncClosedPack() {
+  ClosedPack& oldest = closed_.front();
+  if (Status s = oldest.writer->Sync(); !s.ok()) {
+    pack_failed_ = true;  // the transaction names it: it must never commit
+    return s;
+  }
+  WB_RETURN_IF_ERROR(catalog_.SetPackSize(oldest.id, oldest.writer->size()));
+  closed_bytes_ -= oldest.writer->size();
+  closed_.pop_front();
+  return Status::Ok();
+}
+
+// Makes every pack the open transaction names durable and records their sizes in it (no pack:
+// nothing to do).
+Status Snapshotter::SyncPack() {
+  if (pack_failed_) {
+    return Status::IoError((pack_ ? pack_->path() : std::string("a pack")) +
+                           " failed earlier; not trusted");
+  }
+  while (!closed_.empty())
+    WB_RETURN_IF_ERROR(SyncClosedPack());
+  if (!pack_) return Status::Ok();
   WB_FAILPOINT("snapshot.before-pack-sync");
   WB_PAUSEPOINT("snapshot.before-pack-sync");
   if (Status s = pack_->Sync(); !s.ok()) {
@@ -166,11 +197,13 @@ Status Snapshotter::SyncPack() {
 
 // Pack data first, then the catalog that points at it (docs/durability.md).
 Status Snapshotter::Commit(bool force) {
-  // On object storage a commit is due when the pack is full: its only upload (a Sync of a
-  // pack that is not closed would upload all of it again at the next one).
-  const bool due = repo_.remote() ? pack_ && pack_->size() >= options_.pack_size
-                                  : stored_since_commit_ >= options_.commit_bytes ||
-                                        Clock::now() - last_commit_ >= options_.commit_interval;
+  // On object storage a pack is uploaded once, whole: when it is full it goes up in the
+  // background, and a checkpoint closes the pack it finds open too (a Sync of a pack that stays
+  // open would upload all of it again at the next one).
+  const bool remote = repo_.remote();
+  if (remote && pack_ && pack_->size() >= options_.pack_size) WB_RETURN_IF_ERROR(ClosePack());
+  const bool due = stored_since_commit_ >= options_.commit_bytes ||
+                   Clock::now() - last_commit_ >= options_.commit_interval;
   if (!force && !due) return Status::Ok();
   const int64_t t0 = ThreadCpuNs();
   WB_RETURN_IF_ERROR(SyncPack());
@@ -178,7 +211,7 @@ Status Snapshotter::Commit(bool force) {
   txn_.reset();
   WB_RETURN_IF_ERROR(committed);
   WB_FAILPOINT("snapshot.after-commit");
-  if (pack_ && pack_->size() >= options_.pack_size)
+  if (pack_ && (remote || pack_->size() >= options_.pack_size))
     pack_.reset();  // the next record starts a new one
   WB_ASSIGN_OR_RETURN(txn_, catalog_.Begin());
   stored_since_commit_ = 0;

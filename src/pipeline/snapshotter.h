@@ -51,15 +51,30 @@ inline constexpr size_t kMaxTagBytes = 256;
 // Only tags being set are checked: snapshots recorded with any tag still list, restore and mount.
 Status CheckTag(std::string_view tag);
 
+// The checkpoint defaults (SnapshotOptions::commit_bytes, commit_interval). On object storage
+// a checkpoint waits until every pack it names is uploaded, so the line runs dry at each one:
+// they come less often there, and a killed run loses at most that much upload.
+inline constexpr uint64_t kCheckpointBytes = 256ull << 20;
+inline constexpr std::chrono::milliseconds kCheckpointInterval{10'000};
+inline constexpr uint64_t kObjectCheckpointBytes = 4ull << 30;
+inline constexpr std::chrono::milliseconds kObjectCheckpointInterval{60'000};
+inline constexpr uint64_t kObjectUploadPacks = 4;  // 4 × 64 MiB: 16 parts of 16 MiB in flight
+
 struct SnapshotOptions {
   std::string source_name;
   std::string tag;
-  std::string job;                       // the config file's job that takes it, if any
-  uint64_t max_memory = 256ull << 20;    // for chunk and record buffers
-  int workers = 0;                       // 0: one per core
-  uint64_t pack_size = 512ull << 20;     // start a new pack past this size
-  uint64_t commit_bytes = 256ull << 20;  // commit at least this often (bytes stored) ...
-  std::chrono::milliseconds commit_interval{10000};  // ... or this often (time)
+  std::string job;                     // the config file's job that takes it, if any
+  uint64_t max_memory = 256ull << 20;  // for chunk and record buffers
+  int workers = 0;                     // 0: one per core
+  uint64_t pack_size = 512ull << 20;   // start a new pack past this size
+  // Checkpoints: commit at least this often (bytes stored) ... or this often (time); 0: the
+  // store's default (kCheckpointBytes / kCheckpointInterval, kObject… on object storage).
+  uint64_t commit_bytes = 0;
+  std::chrono::milliseconds commit_interval{0};
+  // Object storage: full packs uploading in the background at once, at most this many bytes
+  // (memory: each is held until it is up; 0: kObjectUploadPacks packs). A checkpoint waits for
+  // all of them.
+  uint64_t upload_bytes = 0;
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const SnapshotProgress&)> on_progress;  // called on the calling thread
   // Tests only: the snapshot's start time instead of the clock's (its finish time keeps the real

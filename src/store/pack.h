@@ -30,6 +30,10 @@ class PackWriter {
   virtual Result<uint64_t> Append(const uint8_t* data, size_t size) = 0;
   // Makes everything appended so far durable (fdatasync).
   virtual Status Sync() = 0;
+  // Starts making everything appended so far durable and returns at once where the store can
+  // do that in the background (object storage: the upload runs on a thread of its own); Sync()
+  // then waits for it and says how it went. Nothing is appended in between. Default: Sync().
+  virtual Status SyncInBackground() { return Sync(); }
   virtual uint64_t size() const = 0;
   // Where the pack is, for messages.
   virtual const std::string& path() const = 0;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -19,11 +20,16 @@ using internal::S3Request;
 
 // Keeps the pack in memory; every Sync uploads all of it as the one object (the same bytes
 // with more after them, so the object only ever grows by what was appended, and a retried
-// upload is the same upload).
+// upload is the same upload). SyncInBackground runs that upload on a thread of its own, which
+// the next Sync (or the destructor) joins: a snapshot keeps several full packs going up at once
+// while it fills the next one.
 class S3PackWriter final : public PackWriter {
  public:
   S3PackWriter(std::shared_ptr<S3Client> client, std::string key, std::string where)
       : client_(std::move(client)), key_(std::move(key)), where_(std::move(where)) {}
+  ~S3PackWriter() override {
+    if (upload_.joinable()) upload_.join();
+  }
 
   Status Start(const std::string& repository_id) {
     uint8_t header[kPackHeaderSize];
@@ -33,15 +39,29 @@ class S3PackWriter final : public PackWriter {
   }
 
   Result<uint64_t> Append(const uint8_t* data, size_t size) override {
+    if (upload_.joinable()) return Status::Internal(where_ + ": appended to while uploading");
     const uint64_t offset = bytes_.size();
     bytes_.insert(bytes_.end(), data, data + size);
     return offset;
   }
 
   Status Sync() override {
+    if (upload_.joinable()) {
+      upload_.join();
+      if (!background_.ok()) return background_;
+      uploaded_ = background_size_;
+    }
     if (uploaded_ == bytes_.size()) return Status::Ok();
     WB_RETURN_IF_ERROR(client_->Upload(key_, bytes_.data(), bytes_.size()));
     uploaded_ = bytes_.size();
+    return Status::Ok();
+  }
+
+  Status SyncInBackground() override {
+    if (upload_.joinable() || uploaded_ == bytes_.size()) return Status::Ok();
+    background_size_ = bytes_.size();
+    upload_ = std::thread(
+        [this] { background_ = client_->Upload(key_, bytes_.data(), background_size_); });
     return Status::Ok();
   }
 
@@ -54,6 +74,9 @@ class S3PackWriter final : public PackWriter {
   std::string where_;
   std::vector<uint8_t> bytes_;
   size_t uploaded_ = 0;
+  std::thread upload_;          // the background upload, when one was started and not joined
+  size_t background_size_ = 0;  // what it uploads
+  Status background_;           // how it went, once joined
 };
 
 // Ranged GETs of one object. Like a local file, the object may grow while a reader is open (a

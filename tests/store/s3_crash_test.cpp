@@ -158,8 +158,12 @@ TEST_CASE(
   const std::string disk = dir / "disk.img";
   std::map<int64_t, int> kept;  // snapshot id -> the version it holds
   WriteCrashVersion(disk, 0);
+  // Packs of 512 KiB: each run fills several, uploaded in the background (at most four at
+  // once) while the next ones fill, so the kills land among those uploads too.
+  RunOptions small_packs = a.Options();
+  small_packs.env["WANBACKUP_TEST_PACK_SIZE"] = "512K";
   const auto t0 = std::chrono::steady_clock::now();
-  a.Ok({"snapshot", disk});
+  REQUIRE(testing::Local({"snapshot", disk}, small_packs).exit_code == 0);
   const auto whole_run =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   kept[1] = 0;
@@ -181,7 +185,7 @@ TEST_CASE(
   for (size_t t = 0; t < trials.size(); ++t) {
     const int version = static_cast<int>(t) + 1;
     WriteCrashVersion(disk, version);
-    RunOptions o = a.Options();
+    RunOptions o = small_packs;
     if (trials[t].failpoint.empty()) {
       o.timeout = std::chrono::milliseconds(rng() % (whole_run.count() + 1));
     } else {
@@ -384,8 +388,12 @@ TEST_CASE(
   const std::string disk = dir / "disk.img", err_file = dir / "snapshot.err";
   std::map<int64_t, int> kept;
   WriteCrashVersion(disk, 0);
+  // Packs of 512 KiB: each run fills several, uploaded in the background (at most four at
+  // once) while the next ones fill, so the kills land among those uploads too.
+  RunOptions small_packs = a.Options();
+  small_packs.env["WANBACKUP_TEST_PACK_SIZE"] = "512K";
   const auto t0 = std::chrono::steady_clock::now();
-  a.Ok({"snapshot", disk});
+  REQUIRE(testing::Local({"snapshot", disk}, small_packs).exit_code == 0);
   const auto whole_run =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   kept[1] = 0;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,9 +76,16 @@ class Snapshotter {
 
  private:
   // On object storage a pack is uploaded whole at each Sync: packs of kObjectPackSize, each
-  // synced (uploaded) once, when it is closed, and committed right after (snapshotter.cpp).
+  // uploaded once, in the background when it is full (or at a checkpoint), several at once
+  // (snapshotter.cpp, ClosePack); checkpoints come less often there.
   static SnapshotOptions ForStore(const Repository& repo, SnapshotOptions options) {
-    if (repo.remote()) options.pack_size = std::min<uint64_t>(options.pack_size, kObjectPackSize);
+    const bool remote = repo.remote();
+    if (remote) options.pack_size = std::min<uint64_t>(options.pack_size, kObjectPackSize);
+    if (options.commit_bytes == 0)
+      options.commit_bytes = remote ? kObjectCheckpointBytes : kCheckpointBytes;
+    if (options.commit_interval.count() == 0)
+      options.commit_interval = remote ? kObjectCheckpointInterval : kCheckpointInterval;
+    if (options.upload_bytes == 0) options.upload_bytes = kObjectUploadPacks * options.pack_size;
     return options;
   }
   static constexpr uint64_t kObjectPackSize = 64ull << 20;
@@ -98,6 +106,8 @@ class Snapshotter {
   void MarkRunFailed();
   void RemoveUncommittedPack();
   Status StartPack();
+  Status ClosePack();
+  Status SyncClosedPack();
   Status SyncPack();
   void Stop();
   void Report(bool force);
@@ -135,6 +145,14 @@ class Snapshotter {
   // A write or fdatasync of the pack failed: the page cache may hold bytes the disk never got,
   // and a retried fdatasync would report success for them. Nothing may sync or name it again.
   bool pack_failed_ = false;
+  // Object storage: full packs whose upload runs in the background (oldest first), named in
+  // the open transaction; the next checkpoint waits for every one (SyncPack).
+  struct ClosedPack {
+    std::unique_ptr<PackWriter> writer;
+    int64_t id = 0;
+  };
+  std::deque<ClosedPack> closed_;
+  uint64_t closed_bytes_ = 0;
   uint64_t stored_since_commit_ = 0;
   Clock::time_point last_commit_ = Clock::now();
   std::unordered_map<Digest, std::vector<uint64_t>, DigestHash> pending_;   // being encoded
