@@ -26,6 +26,7 @@
 #include "cli/write_target.h"
 #include "common/pacing.h"
 #include "common/safe_path.h"
+#include "common/text.h"
 #include "common/unique_fd.h"
 #include "common/units.h"
 #include "initiator/iscsi_url.h"
