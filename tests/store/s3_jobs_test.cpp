@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -21,6 +22,7 @@
 using namespace wanbackup;
 using wanbackup::testing::CheckOneLineError;
 using wanbackup::testing::NewS3RepoUrl;
+using wanbackup::testing::PlantS3Lock;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::S3Host;
 using wanbackup::testing::S3ObjectsAt;
@@ -49,13 +51,14 @@ struct S3Job {
                                << "\naws_secret_access_key = " << secret << "\n";
     REQUIRE(::chmod(credentials.c_str(), 0600) == 0);
   }
-  void Write(const std::string& job_keys, const std::string& repo_keys = "") const {
-    std::ofstream(config) << "[repositories.dr]\npath = \"" << a.url << "\"\nkey_file = \""
-                          << a.key << "\"\ns3_credentials_file = \"" << credentials
-                          << "\"\ncache_dir = \"" << a.cache << "\"\n"
+  void Write(const std::string& job_keys, const std::string& repo_keys = "",
+             const std::string& more = "") const {
+    std::ofstream(config) << "[repositories.dr]\npath = \"" << a.url << "\"\nkey_file = \"" << a.key
+                          << "\"\ns3_credentials_file = \"" << credentials << "\"\ncache_dir = \""
+                          << a.cache << "\"\n"
                           << repo_keys << "\n[jobs.db]\nrepository = \"dr\"\nsource = \"" << image
                           << "\"\n"
-                          << job_keys;
+                          << job_keys << more;
     REQUIRE(::chmod(config.c_str(), 0600) == 0);
   }
   // The binary with the config, and no S3 keys, repository or cache dir in the environment.
@@ -91,9 +94,11 @@ TEST_CASE(
     "[s3lab]") {
   S3Job s;
   const std::string standby = s.dir / "standby.img";
-  s.Write("schedule = \"daily\"\nkeep_last = 1\nprune_interval = \"always\"\nverify_share = 1\n"
-          "replicate_to = [\"" +
-          standby + "\"]\n");
+  s.Write(
+      "schedule = \"daily\"\nkeep_last = 1\nprune_interval = \"always\"\nverify_share = 1\n"
+      "replicate_to = [\"" +
+          standby + "\"]\n",
+      "", "\n[metrics]\ntextfile = \"" + s.dir / "wanbackup.prom" + "\"\n");
   WriteNoiseImage(s.image, 40, 2);
   const nlohmann::json plan = s.Json({"run", "db", "--dry-run"});
   CHECK(plan["dry_run"] == true);
@@ -125,8 +130,24 @@ TEST_CASE(
     INFO(key);
     CHECK((key.ends_with("/config.json") || key.find("/packs/") != std::string::npos));
   }
+  const std::string metrics = testing::FileContents(s.dir / "wanbackup.prom");
+  CHECK_THAT(metrics, Catch::Contains("wanbackup_job_last_failed{job=\"db\"} 0"));
+
   // No secret in what the run and jobs print, nor in the schedule's units or crontab line.
   const testing::S3Lab& lab = testing::S3Lab::Get();
+  const std::string units = s.dir / "units";
+  std::filesystem::create_directories(units);
+  const RunResult install = s.Wb({"schedule", "db", "--install", "--unit-dir", units});
+  INFO(install.err);
+  CHECK(install.exit_code == 0);
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(units)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string text = testing::FileContents(entry.path());
+    INFO(entry.path() << ": " << text);
+    CHECK(text.find(lab.secret) == std::string::npos);
+    CHECK(text.find(lab.access_key) == std::string::npos);
+    CHECK(text.find("s3.cred") == std::string::npos);
+  }
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"jobs", "db", "--json"},
                                              {"run", "db", "--dry-run"},
@@ -200,8 +221,8 @@ TEST_CASE(
   // Keys in the URL: refused, and not repeated.
   const std::string with_keys = "s3:http://AKIDEXAMPLE:hunter2secret@" + s.a.url.substr(10);
   std::ofstream(s.config) << "[repositories.dr]\npath = \"" << with_keys << "\"\nkey_file = \""
-                          << s.a.key << "\"\n[jobs.db]\nrepository = \"dr\"\nsource = \""
-                          << s.image << "\"\n";
+                          << s.a.key << "\"\n[jobs.db]\nrepository = \"dr\"\nsource = \"" << s.image
+                          << "\"\n";
   const RunResult url = s.Wb({"run", "db"});
   CheckOneLineError(url, 2, "credentials do not belong in the URL");
   CHECK(url.err.find("hunter2secret") == std::string::npos);
@@ -212,4 +233,35 @@ TEST_CASE(
                           << "\"\n[jobs.db]\nrepository = \"dr\"\nsource = \"" << s.image << "\"\n";
   CheckOneLineError(s.Wb({"run", "db"}), 2, "cache_dir: is for a repository on S3");
   CHECK(S3ObjectsAt(s.a.url) == before);
+}
+
+TEST_CASE(
+    "s3 jobs: another host's reader keeps forget and prune out (exit 7 naming it, the new "
+    "snapshot kept), and the next run does them once it is gone",
+    "[s3lab]") {
+  S3Job s;
+  s.Write("keep_last = 1\nprune_interval = \"always\"\nlock_wait = \"1s\"\n");
+  WriteNoiseImage(s.image, 71, 2);
+  s.Json({"run", "db"});
+  PlantS3Lock(s.a.url, "shared", 10);  // a restore or mount on another host, alive
+  WriteNoiseImage(s.image, 72, 2);
+  const RunResult held = s.Wb({"run", "db", "--json"});
+  CHECK(held.exit_code == 7);
+  CHECK_THAT(held.err, Catch::Contains("other-host"));
+  const nlohmann::json out = nlohmann::json::parse(held.out);
+  CHECK(out["steps"][0]["status"] == "ok");
+  CHECK(out["steps"][2]["status"] == "failed");  // forget
+  CHECK(out["steps"][3]["status"] == "skipped");
+  CHECK(s.a.SnapshotCount() == 2);
+
+  PlantS3Lock(s.a.url, "shared", 7200);  // its holder is gone: stale, and removed
+  WriteNoiseImage(s.image, 73, 2);
+  const nlohmann::json next = s.Json({"run", "db"});
+  CHECK(next["status"] == "ok");
+  CHECK(next["steps"][2]["forgotten"].size() == 2);
+  CHECK(next["steps"][3]["status"] == "ok");
+  CHECK(s.a.SnapshotCount() == 1);
+  const nlohmann::json runs = s.Runs();
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[1]["status"] == "failed");
 }
