@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "catalog/job_run_store.h"
 #include "common/result.h"
 
 namespace wanbackup::catalog {
@@ -102,23 +103,6 @@ struct PackInfo {
   uint64_t size = 0;  // bytes known durable (every record the catalog names lies below this)
 };
 
-// One run of a configured job (`wanbackup run`): the job history `wanbackup jobs` shows. Not part
-// of what the packs hold: a catalog rebuild starts with an empty history.
-struct JobRun {
-  int64_t id = 0;
-  std::string job;
-  int64_t started_unix_ms = 0;
-  int64_t finished_unix_ms = 0;  // 0 while running (or when the run was killed)
-  std::string status;            // "running", "ok", "failed", "interrupted"
-  int64_t pid = 0;               // of the process running it
-  int64_t pid_started = 0;       // its start time, /proc/PID/stat field 22 (0: unknown)
-  std::string host;
-  int64_t snapshot_id = 0;  // the snapshot it took (0: none)
-  uint64_t bytes = 0;       // read from the source
-  std::string steps;        // JSON: [{"step": "snapshot", "status": "ok", ...}, ...]
-  std::string error;        // the failing step's message
-};
-
 // A target `wanbackup replicate` keeps as a copy of this repository's snapshots (an iSCSI LUN,
 // a block device or a file), and what it is known to hold. Not part of what the packs hold: after
 // a catalog rebuild every replica is unknown, and its next replicate reads it to compare.
@@ -150,7 +134,7 @@ struct CatalogStats {
   uint64_t snapshots = 0;
 };
 
-class Catalog {
+class Catalog : public JobRunStore {
  public:
   static constexpr std::chrono::milliseconds kDefaultBusyTimeout{10000};
   // Opens (and with `create`, creates) the catalog at `path`, migrating an older schema. A
@@ -244,14 +228,7 @@ class Catalog {
 
   virtual Result<CatalogStats> Stats() = 0;
 
-  // Job history. AddJobRun returns the new row's id, and forgets that job's finished runs beyond
-  // the newest kJobRunsKept (a job every five minutes would otherwise add 100,000 rows a year);
-  // UpdateJobRun rewrites the row `run.id`.
-  static constexpr int kJobRunsKept = 1000;
-  virtual Result<int64_t> AddJobRun(const JobRun& run) = 0;
-  virtual Status UpdateJobRun(const JobRun& run) = 0;
-  // The newest `limit` runs of `job` (every job when empty), newest first.
-  virtual Result<std::vector<JobRun>> JobRuns(const std::string& job, int limit) = 0;
+  // Job history: JobRunStore's methods, on the catalog's job_runs table (a local repository's).
 
   // Replicas. PutReplica inserts (replica.id == 0) or rewrites the row and returns its id.
   virtual Result<std::optional<Replica>> FindReplica(const std::string& identity) = 0;

@@ -140,8 +140,10 @@ Status RunJobs(const JobsCommandOptions& opts) {
     JobView v;
     v.job = &job;
     v.next_run_unix_ms = NextRunMs(job);
+    const jobs::RepositoryConfig& repository = config.repositories.at(job.repository);
+    UseS3CredentialsOf(repository);
     Result<std::vector<catalog::JobRun>> runs =
-        jobs::JobHistory(config.repositories.at(job.repository), name, opts.last, console);
+        jobs::JobHistory(repository, name, opts.last, console);
     if (runs.ok()) {
       v.runs = *runs;
     } else {
@@ -177,11 +179,12 @@ void RegisterJobs(CLI::App& app, Runner* runner) {
       "signal), running (with its pid), or 'never run'. A run is running while a process\n"
       "with its pid and start time lives on this host; one that died after a failed step is\n"
       "failed. A schedule that can no longer elapse is a warning of its job. The history\n"
-      "lives in each repository's catalog and needs no passphrase to read; it keeps each\n"
-      "job's newest " +
+      "lives in each repository's catalog ('repair catalog' starts it afresh) or, for a\n"
+      "repository on S3, in this host's cache directory (job-history.db, kept when the\n"
+      "catalog cache is rebuilt). It needs no passphrase to read and keeps each job's\n"
+      "newest " +
       std::to_string(catalog::Catalog::kJobRunsKept) +
-      " finished runs, and 'repair catalog' starts it afresh. The next run\n"
-      "comes from the job's schedule (local time).\n"
+      " finished runs. The next run comes from the job's schedule (local time).\n"
       "\nEXAMPLES:\n"
       "  wanbackup jobs\n"
       "  wanbackup jobs db --last 30 --json");

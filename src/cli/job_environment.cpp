@@ -1,10 +1,13 @@
 #include "cli/job_environment.h"
 
+#include <cstdlib>
+
 #include "cli/console.h"
 #include "cli/replicate_target.h"
 #include "cli/tuning_flags.h"
 #include "cli/write_target.h"
 #include "initiator/iscsi_source.h"
+#include "store/s3_pack_store.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -15,6 +18,8 @@ RepoFlags RepoFlagsFor(const jobs::RepositoryConfig& repo, const jobs::JobConfig
   flags.password_file = repo.password_file;
   flags.key_file = repo.key_file;
   flags.expected_repository_id = repo.repository_id;
+  flags.s3_credentials_file = repo.s3_credentials_file;
+  flags.cache_dir = repo.cache_dir;
   flags.insecure_no_encryption = repo.insecure_no_encryption;
   flags.insecure_setting =
       "set insecure_no_encryption = true in [repositories." + repo.name + "] of the config file";
@@ -48,6 +53,18 @@ SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
 }
 
 }  // namespace
+
+void UseS3CredentialsOf(const jobs::RepositoryConfig& repo) {
+  static const char* const given = std::getenv(pipeline::kS3CredentialsFileEnv);
+  static const std::string original = given != nullptr ? given : "";
+  if (!repo.s3_credentials_file.empty()) {
+    ::setenv(pipeline::kS3CredentialsFileEnv, repo.s3_credentials_file.c_str(), 1);
+  } else if (given != nullptr) {
+    ::setenv(pipeline::kS3CredentialsFileEnv, original.c_str(), 1);
+  } else {
+    ::unsetenv(pipeline::kS3CredentialsFileEnv);
+  }
+}
 
 void ConsoleReporter::Info(const std::string& line) {
   PrintInfo(line);

@@ -23,6 +23,11 @@ class ConsoleReporter : public jobs::Reporter {
   void Warning(const std::string& line) override;
 };
 
+// Makes `repo`'s s3_credentials_file the one the S3 store reads ($WANBACKUP_S3_CREDENTIALS_FILE),
+// or, without one, what the environment named when the command started: for the reads of a
+// repository outside a run (`jobs` finding an S3 repository's id for its history).
+void UseS3CredentialsOf(const jobs::RepositoryConfig& repo);
+
 class CliJobEnvironment final : public jobs::JobEnvironment {
  public:
   // REQUIRES: `config` outlives this; `job` is one of its jobs.

@@ -17,7 +17,9 @@
 #include "initiator/iscsi_url.h"
 #include "pipeline/snapshotter.h"
 #include "repository/prune_plan.h"
+#include "repository/repository.h"
 #include "repository/trust_anchor.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::jobs {
 namespace {
@@ -239,19 +241,41 @@ Handler Boolean(bool* out) {
   };
 }
 
+// A directory, or an S3 URL as --repo takes it (its keys never in it: ParseS3Url refuses them).
+Status RepositoryPath(const std::string& path) {
+  if (pipeline::IsS3Url(path)) return pipeline::ParseS3Url(path).status();
+  if (!path.empty() && path[0] == '/') return Status::Ok();
+  return Status::InvalidArgument(
+      "must be an absolute path or an S3 URL (s3:http[s]://HOST[:PORT]/BUCKET[/PREFIX])");
+}
+
+Status AbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return Status::Ok();
+  return Status::InvalidArgument("'" + path + "' must be an absolute path");
+}
+
 Handlers RepositoryHandlers(RepositoryConfig* r) {
   return {
-      {"path", String(&r->path,
-                      [](const std::string& p) {
-                        return !p.empty() && p[0] == '/'
-                                   ? Status::Ok()
-                                   : Status::InvalidArgument("must be an absolute path");
-                      })},
+      {"path", String(&r->path, RepositoryPath)},
       {"password_file", SecretFile(&r->password_file)},
       {"key_file", SecretFile(&r->key_file)},
       {"repository_id", String(&r->repository_id, RepositoryId)},
       {"insecure_no_encryption", Boolean(&r->insecure_no_encryption)},
+      {"s3_credentials_file", SecretFile(&r->s3_credentials_file)},
+      {"cache_dir", String(&r->cache_dir, AbsolutePath)},
   };
+}
+
+// The keys only an S3 repository takes.
+Status CheckS3Keys(const std::string& file, const toml::table& table, const RepositoryConfig& r) {
+  if (pipeline::IsS3Url(r.path)) return Status::Ok();
+  for (const char* key : {"s3_credentials_file", "cache_dir"}) {
+    if (const toml::node* node = table.get(key)) {
+      return Place(file, *node, "repositories." + r.name + "." + key)
+          .Error("is for a repository on S3, and path is a directory");
+    }
+  }
+  return Status::Ok();
 }
 
 Handler KeepCount(int* out) {
@@ -415,6 +439,7 @@ Status ReadRepositories(const std::string& file, const toml::node& node, Config*
     WB_RETURN_IF_ERROR(
         ReadTable(file, "repositories." + name + ".", *table, RepositoryHandlers(&repo)));
     if (repo.path.empty()) return at.Error("missing key 'path'");
+    WB_RETURN_IF_ERROR(CheckS3Keys(file, *table, repo));
     if (!repo.password_file.empty() && !repo.key_file.empty()) {
       return at.Error("give password_file or key_file, not both");
     }
@@ -578,6 +603,15 @@ void AddProtected(const Config& config, const guard::Identity& to,
                   std::vector<guard::Protected>* protect) {
   AddTrustAnchorDirectory(protect);
   for (const auto& [name, repository] : config.repositories) {
+    // An S3 repository's files here are its cache (a catalog and the job history).
+    if (pipeline::IsS3Url(repository.path)) {
+      const std::string cache = !repository.cache_dir.empty() ? repository.cache_dir
+                                : !repository.repository_id.empty()
+                                    ? pipeline::DefaultCacheDir(repository.repository_id)
+                                    : "";  // known only from the store's config.json
+      if (!cache.empty()) guard::AddRepository(cache, to, protect);
+      continue;
+    }
     guard::AddRepository(repository.path, to, protect);
   }
   guard::AddRepositoriesHolding(to, protect);  // and one the file does not name
@@ -594,6 +628,8 @@ void AddProtected(const Config& config, const guard::Identity& to,
   for (const auto& [name, repo] : config.repositories) {
     AddNamedFile(repo.password_file, "the password_file of repository " + name, protect);
     AddNamedFile(repo.key_file, "the key_file of repository " + name, protect);
+    AddNamedFile(repo.s3_credentials_file, "the s3_credentials_file of repository " + name,
+                 protect);
   }
   for (const auto& [name, job] : config.jobs) {
     AddNamedFile(job.chap_secret_file, "the chap_secret_file of job " + name, protect);

@@ -27,7 +27,7 @@ inline constexpr const char kConfigEnv[] = "WANBACKUP_CONFIG";
 
 struct RepositoryConfig {
   std::string name;
-  std::string path;
+  std::string path;           // an absolute directory, or s3:http[s]://HOST[:PORT]/BUCKET[/PREFIX]
   std::string password_file;  // one of these two
   std::string key_file;
   // The repository's id (config.json's repository_id, 32 hexadecimal digits): a repository
@@ -36,6 +36,11 @@ struct RepositoryConfig {
   // An unencrypted repository is used on purpose (--insecure-no-encryption); without it, one is
   // refused. Takes no password_file or key_file.
   bool insecure_no_encryption = false;
+  // An S3 repository only: the AWS shared-credentials file with its keys (a secret file, as
+  // --s3-credentials-file; empty: the environment's), and the directory of its catalog cache
+  // and job history (as --cache-dir; empty: $WANBACKUP_CACHE_DIR, else the default).
+  std::string s3_credentials_file;
+  std::string cache_dir;
 };
 
 struct JobConfig {

@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "repository/repository.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::jobs {
 namespace {
@@ -130,34 +132,79 @@ int64_t OwnStartTime() {
   return StartTime(::getpid());
 }
 
-RunHistory::RunHistory(const std::string& repo_path, std::chrono::milliseconds busy_timeout,
-                       Reporter& reporter)
-    : repo_path_(repo_path), reporter_(reporter) {
-  const std::string path = repo_path + "/" + pipeline::kCatalogFile;
-  Result<std::unique_ptr<catalog::Catalog>> cat = catalog::Catalog::Open(path, false, busy_timeout);
+Result<HistoryPlace> HistoryPlaceOf(const RepositoryConfig& repository) {
+  HistoryPlace place;
+  if (!pipeline::IsS3Url(repository.path)) {
+    place.dir = repository.path;
+    place.file = repository.path + "/" + pipeline::kCatalogFile;
+    return place;
+  }
+  place.own_file = true;
+  place.dir = repository.cache_dir;
+  const char* env = std::getenv("WANBACKUP_CACHE_DIR");
+  if (place.dir.empty() && env != nullptr) place.dir = env;
+  if (place.dir.empty()) {
+    std::string id = repository.repository_id;
+    if (id.empty()) {
+      WB_ASSIGN_OR_RETURN(const pipeline::RepositoryConfig config,
+                          pipeline::Repository::ReadConfig(repository.path));
+      id = config.id;
+    }
+    place.dir = pipeline::DefaultCacheDir(id);
+  }
+  place.file = place.dir + "/" + kHistoryFile;
+  return place;
+}
+
+RunHistory::RunHistory(const HistoryPlace& place, std::chrono::milliseconds busy_timeout,
+                       Reporter& reporter, bool create)
+    : place_(place), reporter_(reporter) {
+  if (place.own_file) {
+    if (create) {
+      if (Status s = pipeline::PrepareCacheDir(place.dir, "job history"); !s.ok()) {
+        reporter_.Warning("job history: " + s.message() + "; this run is not in the history");
+        place_.dir.clear();  // nothing is written there, pending rows neither
+        return;
+      }
+    }
+    Result<std::unique_ptr<catalog::JobRunStore>> file =
+        catalog::JobRunStore::OpenFile(place.file, create, busy_timeout);
+    if (file.ok()) {
+      store_ = std::move(*file);
+    } else if (file.status().code() != StatusCode::kNotFound) {
+      reporter_.Warning("job history: " + file.status().message());
+    }
+    return;
+  }
+  Result<std::unique_ptr<catalog::Catalog>> cat =
+      catalog::Catalog::Open(place.file, false, busy_timeout);
   // A repository nobody can write (a read-only mount) still shows its history.
-  if (!cat.ok()) cat = catalog::Catalog::OpenReadOnly(path);
-  if (cat.ok()) cat_ = std::move(*cat);
+  if (!cat.ok()) cat = catalog::Catalog::OpenReadOnly(place.file);
+  if (cat.ok()) store_ = std::move(*cat);
+}
+
+std::string RunHistory::PendingDir() const {
+  return place_.dir + "/" + kPendingDir;
 }
 
 void RunHistory::ImportPending() {
-  for (auto& [path, run] : PendingRuns(repo_path_ + "/" + kPendingDir)) {
-    Status s = run.id != 0 ? cat_->UpdateJobRun(run) : Status::NotFound("");
+  for (auto& [path, run] : PendingRuns(PendingDir())) {
+    Status s = run.id != 0 ? store_->UpdateJobRun(run) : Status::NotFound("");
     if (s.code() == StatusCode::kNotFound) {  // never had a row, or it was trimmed since
       run.id = 0;
-      s = cat_->AddJobRun(run).status();
+      s = store_->AddJobRun(run).status();
     }
     if (s.ok()) ::unlink(path.c_str());
   }
 }
 
 std::vector<catalog::JobRun> RunHistory::Runs(const std::string& job, int limit) {
-  if (!cat_) return {};
+  if (!store_) return {};
   ImportPending();
-  Result<std::vector<catalog::JobRun>> runs = cat_->JobRuns(job, limit);
+  Result<std::vector<catalog::JobRun>> runs = store_->JobRuns(job, limit);
   if (!runs.ok()) return {};
-  // Rows the catalog could not take yet (it is busy): shown all the same.
-  for (const auto& pending : PendingRuns(repo_path_ + "/" + kPendingDir)) {
+  // Rows the file could not take yet (it is busy): shown all the same.
+  for (const auto& pending : PendingRuns(PendingDir())) {
     const catalog::JobRun& run = pending.second;
     if (!job.empty() && run.job != job) continue;
     std::erase_if(*runs, [&](const catalog::JobRun& r) { return run.id != 0 && r.id == run.id; });
@@ -171,32 +218,33 @@ std::vector<catalog::JobRun> RunHistory::Runs(const std::string& job, int limit)
   for (catalog::JobRun& r : *runs) {
     if (!ProcessGone(r)) continue;
     CloseDead(&r);
-    if (r.id != 0) (void)cat_->UpdateJobRun(r);  // closed for good; a pending one stays as is
+    if (r.id != 0) (void)store_->UpdateJobRun(r);  // closed for good; a pending one stays as is
   }
   return *runs;
 }
 
 void RunHistory::Write(catalog::JobRun* run) {
-  if (!cat_ || busy_) return;
+  if (!store_ || busy_) return;
   Status s;
   if (run->id == 0) {
-    Result<int64_t> id = cat_->AddJobRun(*run);
+    Result<int64_t> id = store_->AddJobRun(*run);
     if (id.ok()) run->id = *id;
     s = id.status();
   } else {
-    s = cat_->UpdateJobRun(*run);
+    s = store_->UpdateJobRun(*run);
   }
   busy_ = s.code() == StatusCode::kBusy;
   if (!s.ok() && !busy_) reporter_.Warning("job history: " + s.message());
 }
 
 void RunHistory::Finish(catalog::JobRun* run) {
-  if (cat_) {
-    Status s = run->id == 0 ? cat_->AddJobRun(*run).status() : cat_->UpdateJobRun(*run);
+  if (store_) {
+    Status s = run->id == 0 ? store_->AddJobRun(*run).status() : store_->UpdateJobRun(*run);
     if (s.ok()) return;
   }
-  // The catalog cannot take it now: a file of its own, never one that is already there.
-  const std::string dir = repo_path_ + "/" + kPendingDir;
+  if (place_.dir.empty()) return;  // its place was refused, and said so
+  // The history cannot take it now: a file of its own, never one that is already there.
+  const std::string dir = PendingDir();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     reporter_.Warning("job history: " + Status::FromErrno(errno, "creating " + dir).message());
     return;
@@ -217,8 +265,9 @@ void RunHistory::Finish(catalog::JobRun* run) {
                       "; this run is not in the history");
     return;
   }
-  reporter_.Info("job history: the catalog is busy; this run is kept in " + name +
-                 ".json until the next 'wanbackup jobs' or run");
+  reporter_.Info(
+      std::string("job history: ") + (place_.own_file ? "the history file" : "the catalog") +
+      " is busy; this run is kept in " + name + ".json until the next 'wanbackup jobs' or run");
 }
 
 }  // namespace wanbackup::jobs

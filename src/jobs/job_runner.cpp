@@ -21,7 +21,6 @@
 #include "repository/retention.h"
 #include "repository/snapshot_check.h"
 #include "repository/verifier.h"
-#include "store/s3_url.h"
 
 namespace wanbackup::jobs {
 namespace {
@@ -51,6 +50,7 @@ struct Context {
   const Config& config;
   const JobConfig& job;
   JobEnvironment& env;
+  HistoryPlace history_place;            // where the job history is (job_history.h)
   std::vector<catalog::JobRun> history;  // of the repository, newest first, before this run
   catalog::SnapshotInfo snapshot;        // what the snapshot step took
   RepoPtr exclusive;                     // held from forget through prune
@@ -132,9 +132,12 @@ Status ReplicateStep(Context& ctx, StepOutcome* out) {
 // run instead of failing a run whose backup worked, after lock_wait of waiting (round 5, V6).
 Result<pipeline::Repository*> Exclusive(Context& ctx, StepOutcome* out, const std::string& step) {
   if (!ctx.exclusive) {
-    const std::string& path = ctx.config.repositories.at(ctx.job.repository).path;
-    if (!pipeline::IsS3Url(path)) {
-      if (std::string readers = pipeline::ReadersHolding(path); !readers.empty()) {
+    // This host's readers hold the repository directory's reader lines, or an S3 repository's
+    // cache directory's (where its history is). Another host's reader on S3 holds a lock object:
+    // the exclusive lock waits lock_wait for it, then the step fails (exit 7), never beside it.
+    const std::string& dir = ctx.history_place.dir;
+    if (!dir.empty()) {
+      if (std::string readers = pipeline::ReadersHolding(dir); !readers.empty()) {
         out->status = "skipped";
         out->summary = "the repository is being read (" + readers + "); " + step +
                        " runs when no reader holds it";
@@ -381,10 +384,16 @@ void CloseRun(const Context& ctx, JobOutcome* out) {
 
 JobOutcome RunJob(const Config& config, const JobConfig& job, JobEnvironment& env) {
   const RepositoryConfig& repository = config.repositories.at(job.repository);
-  Context ctx{config, job, env, {}, {}, nullptr};
+  Context ctx{config, job, env, {}, {}, {}, nullptr};
   JobOutcome out;
   if (RefusedBeforeUse(ctx, &out)) return out;
-  RunHistory history(repository.path, HistoryBusyTimeout(job), env);
+  Result<HistoryPlace> place = HistoryPlaceOf(repository);
+  if (place.ok()) {
+    ctx.history_place = *place;
+  } else {
+    env.Warning("job history: " + place.status().message() + "; this run is not in the history");
+  }
+  RunHistory history(ctx.history_place, HistoryBusyTimeout(job), env, true);
   ctx.history = history.Runs("", 1000000);
 
   out.run.job = job.name;
@@ -450,7 +459,8 @@ Result<std::vector<std::string>> PlanJob(const Config& config, const JobConfig& 
         pipeline::FileSource::Open(job.source, 1);
     if (!opened.ok()) return opened.status().WithContext("job " + job.name + ": its source");
   }
-  RunHistory history(repository.path, HistoryBusyTimeout(job), env);
+  WB_ASSIGN_OR_RETURN(const HistoryPlace place, HistoryPlaceOf(repository));
+  RunHistory history(place, HistoryBusyTimeout(job), env, false);
   const std::vector<catalog::JobRun> runs = history.Runs("", 1000000);
   std::vector<std::string> plan;
   plan.push_back(
@@ -485,11 +495,18 @@ Result<std::vector<std::string>> PlanJob(const Config& config, const JobConfig& 
 Result<std::vector<catalog::JobRun>> JobHistory(const RepositoryConfig& repository,
                                                 const std::string& job, int limit,
                                                 Reporter& reporter) {
-  RunHistory history(repository.path, catalog::Catalog::kDefaultBusyTimeout, reporter);
+  WB_ASSIGN_OR_RETURN(const HistoryPlace place, HistoryPlaceOf(repository));
+  RunHistory history(place, catalog::Catalog::kDefaultBusyTimeout, reporter, false);
   if (!history.ok()) {
+    // An S3 repository's history file is made by its first run on this host.
+    struct stat st {};
+    if (place.own_file && ::lstat(place.file.c_str(), &st) != 0) {
+      return std::vector<catalog::JobRun>{};
+    }
     // Say why: most often the repository is not there (yet), which ReadConfig names.
     WB_RETURN_IF_ERROR(pipeline::Repository::ReadConfig(repository.path).status());
-    return Status::Unavailable("cannot read the catalog of " + repository.path);
+    return Status::Unavailable(place.own_file ? "cannot read the job history " + place.file
+                                              : "cannot read the catalog of " + repository.path);
   }
   return history.Runs(job, limit);
 }

@@ -18,6 +18,7 @@
 
 #include "catalog/catalog_probe.h"
 #include "common/atomic_file.h"
+#include "common/failpoint.h"
 #include "repository/internal/config_json.h"
 #include "repository/record.h"
 #include "repository/repository_place.h"
@@ -651,7 +652,11 @@ Status Repository::ChangeKey(EncryptionMode mode, const Credentials& credentials
     std::swap(config_, floor);
     WB_RETURN_IF_ERROR(s);
   }
+  // The new key (a key file made above) is durable; the old one unlocks until config.json is
+  // replaced whole: a rename in a directory, one PUT on S3.
+  WB_FAILPOINT("key-change.before-config");
   WB_RETURN_IF_ERROR(WriteConfigFile(updated));
+  WB_FAILPOINT("key-change.after-config");
   config_ = updated;
   return WriteSettings();
 }

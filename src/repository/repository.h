@@ -212,6 +212,10 @@ class Repository {
 // The cache directory of the S3 repository `repository_id`: /var/cache/wanbackup/ID for root,
 // else $XDG_CACHE_HOME/wanbackup/ID or ~/.cache/wanbackup/ID.
 std::string DefaultCacheDir(const std::string& repository_id);
+// Makes the cache directory `dir` (and what is missing above it, mode 0700) and checks that
+// nobody else can change it (repository_place.h); PermissionDenied naming `what` otherwise.
+// Everything kept there (the catalog cache, a job history) is written by readers too.
+Status PrepareCacheDir(const std::string& dir, const std::string& what);
 
 // "passphrase", "keyfile", "none".
 const char* EncryptionModeName(EncryptionMode mode);

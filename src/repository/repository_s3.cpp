@@ -89,6 +89,12 @@ std::string DefaultCacheDir(const std::string& repository_id) {
   return base + "/.cache/wanbackup/" + repository_id;
 }
 
+Status PrepareCacheDir(const std::string& dir, const std::string& what) {
+  WB_RETURN_IF_ERROR(MakeCacheDirs(dir));
+  // The cache is written by readers too: it must be a place nobody else can change.
+  return CheckPlaceForWriting(dir).WithContext(what);
+}
+
 Status Repository::InitS3(const std::string& url, const InitOptions& o) {
   WB_RETURN_IF_ERROR(internal::CheckNewRepositoryOptions(o));
   WB_ASSIGN_OR_RETURN(std::shared_ptr<S3Objects> s3, internal::OpenS3Objects(url));
@@ -130,10 +136,7 @@ Result<std::unique_ptr<Repository>> Repository::OpenS3(const std::string& url,
   repo->store_ = s3->Packs();
   repo->reader_ = mode == OpenMode::kRead;
   repo->cache_dir_ = cache_dir.empty() ? DefaultCacheDir(repo->config_.id) : cache_dir;
-  WB_RETURN_IF_ERROR(MakeCacheDirs(repo->cache_dir_));
-  // The cache is written by readers too: it must be a place nobody else can change.
-  const Status place = CheckPlaceForWriting(repo->cache_dir_);
-  if (!place.ok()) return place.WithContext("the catalog cache of " + repo->path_);
+  WB_RETURN_IF_ERROR(PrepareCacheDir(repo->cache_dir_, "the catalog cache of " + repo->path_));
   WB_RETURN_IF_ERROR(repo->Unlock(credentials));
   const LockKind kind = mode == OpenMode::kRead    ? LockKind::kShared
                         : mode == OpenMode::kWrite ? LockKind::kWriter

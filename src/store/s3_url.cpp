@@ -33,8 +33,18 @@ bool ValidPrefix(const std::string& p) {
   return true;
 }
 
+// `url` with what stands before an '@' in its authority (a user and secret someone put there)
+// left out: a message never repeats a secret.
+std::string Redacted(const std::string& url) {
+  const size_t scheme = url.find("//");
+  const size_t from = scheme == std::string::npos ? 0 : scheme + 2;
+  const size_t at = url.find('@', from);
+  if (at == std::string::npos || at > url.find('/', from)) return url;
+  return url.substr(0, from) + "…" + url.substr(at);
+}
+
 Status Bad(const std::string& url, const std::string& why) {
-  return Status::InvalidArgument("bad S3 URL '" + url + "': " + why +
+  return Status::InvalidArgument("bad S3 URL '" + Redacted(url) + "': " + why +
                                  " (expected s3:http[s]://HOST[:PORT]/BUCKET[/PREFIX])");
 }
 

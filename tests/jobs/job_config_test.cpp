@@ -330,5 +330,47 @@ TEST_CASE("job config: the metrics textfile is an absolute path to a file, not a
              Catch::Contains("'" + fifo + "' is a FIFO, not a file the run may replace"));
 }
 
+TEST_CASE("job config: an S3 repository takes s3_credentials_file and cache_dir, a directory not",
+          "[config]") {
+  ConfigDir d;
+  const std::string cred = d.dir / "s3.cred";
+  WriteFile(cred, "[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n");
+  const std::string s3 =
+      "[repositories.main]\npath = \"s3:http://rgw.example:7480/backups/db\"\n"
+      "password_file = \"" +
+      d.pass + "\"\ns3_credentials_file = \"" + cred +
+      "\"\ncache_dir = \"/var/cache/wanbackup/db\"\n\n";
+  Result<Config> c = d.Load(s3 + d.Job());
+  REQUIRE(c.ok());
+  CHECK(c->repositories["main"].path == "s3:http://rgw.example:7480/backups/db");
+  CHECK(c->repositories["main"].s3_credentials_file == cred);
+  CHECK(c->repositories["main"].cache_dir == "/var/cache/wanbackup/db");
+  // Its cache directory is no place for a replica: the write guard's repository rule.
+  const std::string cache = d.dir / "cache";
+  REQUIRE(::mkdir(cache.c_str(), 0700) == 0);
+  std::string in_cache = s3;
+  in_cache.replace(in_cache.find("/var/cache/wanbackup/db"), 23, cache);
+  const std::string replica = "replicate_to = [\"" + cache + "/disk.img\"]\n";
+  CHECK_THAT(d.Refused(in_cache + d.Job() + replica), Catch::Contains(cache));
+
+  CHECK_THAT(d.Refused(d.Repos() + "cache_dir = \"/var/cache/x\"\n" + d.Job()),
+             Catch::Contains("repositories.main.cache_dir: is for a repository on S3"));
+  CHECK_THAT(d.Refused(d.Repos() + "s3_credentials_file = \"" + cred + "\"\n" + d.Job()),
+             Catch::Contains("s3_credentials_file: is for a repository on S3"));
+  // The credentials file is a secret file: others may not read it.
+  REQUIRE(::chmod(cred.c_str(), 0644) == 0);
+  CHECK_THAT(d.Refused(s3 + d.Job()), Catch::Contains("s3_credentials_file"));
+  // A bad URL, keys in the URL (not repeated), a relative cache_dir.
+  const std::string bad_url = "[repositories.main]\npath = \"s3:ftp://h/b\"\n" + d.Job();
+  CHECK_THAT(d.Refused(bad_url), Catch::Contains("repositories.main.path: bad S3 URL"));
+  const std::string keys = "[repositories.main]\npath = \"s3:http://AKID:hunter2@h/bucket\"\n";
+  const std::string refused = d.Refused(keys + d.Job());
+  CHECK_THAT(refused, Catch::Contains("credentials do not belong in the URL"));
+  CHECK(refused.find("hunter2") == std::string::npos);
+  const std::string relative =
+      "[repositories.main]\npath = \"s3:http://h/bucket\"\ncache_dir = \"cache\"\n" + d.Job();
+  CHECK_THAT(d.Refused(relative), Catch::Contains("must be an absolute path"));
+}
+
 }  // namespace
 }  // namespace wanbackup::jobs

@@ -1,5 +1,7 @@
 #include "store/s3_host.h"
 
+#include <ctime>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,26 @@ size_t S3Host::SnapshotCount() const {
 
 std::string NewS3RepoUrl() {
   return S3Lab::Get().NewLocation().ToString();
+}
+
+void PlantS3Lock(const std::string& url, const std::string& kind, int64_t age_s) {
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
+  const std::string text = nlohmann::json{
+      {"kind", kind},
+      {"host", "other-host"},
+      {"pid", 4242},
+      {"holder", "wanbackup pid 4242 on other-host running 'snapshot'"},
+      {"refreshed_unix",
+       static_cast<int64_t>(std::time(nullptr)) -
+           age_s}}.dump();
+  REQUIRE((*client)
+              ->Upload(loc->Key("locks/" + kind + "-planted.json"),
+                       reinterpret_cast<const uint8_t*>(text.data()), text.size())
+              .ok());
 }
 
 std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url) {

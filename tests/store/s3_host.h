@@ -31,6 +31,10 @@ struct S3Host {
 // A new repository URL: the lab's bucket with a prefix of its own.
 std::string NewS3RepoUrl();
 
+// Writes a lock object `kind` ("shared", "writer", "exclusive") as a wanbackup on another host
+// ("other-host", pid 4242) would, refreshed `age_s` seconds ago; a second call replaces it.
+void PlantS3Lock(const std::string& url, const std::string& kind, int64_t age_s);
+
 // Every object under the location's prefix, with its size: equal before and after = nothing
 // was written.
 std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url);

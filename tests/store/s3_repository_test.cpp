@@ -22,6 +22,7 @@
 using namespace wanbackup;
 using wanbackup::testing::CheckOneLineError;
 using wanbackup::testing::NewS3RepoUrl;
+using wanbackup::testing::PlantS3Lock;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::S3Host;
 using wanbackup::testing::S3ObjectsAt;
@@ -122,27 +123,6 @@ TEST_CASE(
 
 namespace {
 
-// Writes a lock object as another host's wanbackup would, refreshed `age_s` seconds ago.
-void PlantLock(const std::string& url, const std::string& kind, int64_t age_s) {
-  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
-  REQUIRE(loc.ok());
-  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
-      pipeline::internal::S3Client::Create(*loc, testing::S3Lab::Get().Credentials(), {});
-  REQUIRE(client.ok());
-  const std::string text = nlohmann::json{
-      {"kind", kind},
-      {"host", "other-host"},
-      {"pid", 4242},
-      {"holder", "wanbackup pid 4242 on other-host running 'snapshot'"},
-      {"refreshed_unix",
-       static_cast<int64_t>(std::time(nullptr)) -
-           age_s}}.dump();
-  REQUIRE((*client)
-              ->Upload(loc->Key("locks/" + kind + "-planted.json"),
-                       reinterpret_cast<const uint8_t*>(text.data()), text.size())
-              .ok());
-}
-
 size_t PackCount(const std::string& url) {
   size_t n = 0;
   for (const auto& [key, size] : S3ObjectsAt(url))
@@ -167,12 +147,12 @@ TEST_CASE(
   CHECK(b.SnapshotCount() == 2);  // b's cache, made now, names snapshot 1's pack
 
   // A live writer on another host: readers go on, prune and a second writer are refused.
-  PlantLock(a.url, "writer", 10);
+  PlantS3Lock(a.url, "writer", 10);
   a.Ok({"snapshots"});
   CheckOneLineError(a.Wb({"prune"}), 7, "other-host");
   CheckOneLineError(b.Wb({"snapshot", dir / "one.img"}), 7, "other-host");
   // The same lock, not refreshed for two hours: its holder is gone; said so, and removed.
-  PlantLock(a.url, "writer", 7200);
+  PlantS3Lock(a.url, "writer", 7200);
   const RunResult forget = a.Wb({"forget", "1", "--allow-empty-source"});
   INFO(forget.err);
   REQUIRE(forget.exit_code == 0);

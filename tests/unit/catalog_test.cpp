@@ -185,6 +185,41 @@ TEST_CASE("catalog: a job keeps its newest finished runs and every running one",
   CHECK(c->JobRuns("hourly", 100).value().size() == 3);  // another job's history is its own
 }
 
+TEST_CASE(
+    "job history file: holds the job_runs table alone, keeps its rows across reopening, and "
+    "is not made when only read",
+    "[catalog]") {
+  TempDb db;
+  const std::string path = db.tmp / "job-history.db";
+  const std::chrono::milliseconds wait(1000);
+  CHECK(JobRunStore::OpenFile(path, false, wait).status().code() == StatusCode::kNotFound);
+  CHECK(::access(path.c_str(), F_OK) != 0);
+  int64_t id = 0;
+  {
+    auto h = std::move(JobRunStore::OpenFile(path, true, wait)).value();
+    JobRun run;
+    run.job = "db";
+    run.status = "running";
+    run.pid_started = 42;
+    id = h->AddJobRun(run).value();
+    run.id = id;
+    run.status = "ok";
+    REQUIRE(h->UpdateJobRun(run).ok());
+    run.id = id + 1;
+    CHECK(h->UpdateJobRun(run).code() == StatusCode::kNotFound);
+  }
+  auto h = std::move(JobRunStore::OpenFile(path, false, wait)).value();
+  const std::vector<JobRun> runs = h->JobRuns("", 10).value();
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].id == id);
+  CHECK(runs[0].status == "ok");
+  CHECK(runs[0].pid_started == 42);
+  // A catalog is not a history file, nor is a history file a catalog.
+  REQUIRE(Catalog::Open(db.path, true).ok());
+  CHECK(JobRunStore::OpenFile(db.path, false, wait).status().code() == StatusCode::kUnsupported);
+  CHECK_FALSE(Catalog::Open(path, false).ok());
+}
+
 TEST_CASE("catalog: a snapshot's job is kept, and a schema 4 catalog gains the column empty",
           "[catalog]") {
   TempDb db;

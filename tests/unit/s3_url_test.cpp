@@ -71,6 +71,8 @@ TEST_CASE("s3 url: credentials in the URL are refused and not repeated", "[s3][u
   Result<S3Location> u = ParseS3Url("s3:http://key:hunter2@host/bucket");
   REQUIRE_FALSE(u.ok());
   CHECK(u.status().message().find("AWS_ACCESS_KEY_ID") != std::string::npos);
+  CHECK(u.status().message().find("hunter2") == std::string::npos);
+  CHECK(u.status().message().find("key:") == std::string::npos);
 }
 
 TEST_CASE("s3 url: IsS3Url tells an S3 URL from a directory", "[s3][url]") {
