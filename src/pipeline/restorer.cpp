@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -143,6 +144,7 @@ class SegmentWriter {
         snap_(snap),
         sink_(sink),
         workers_(workers),
+        ordered_(sink.sequential_only()),
         holes_(sink.zeros_are_free()),
         zeros_(holes_ ? 0 : snap.chunk_size, 0) {}
 
@@ -195,8 +197,27 @@ class SegmentWriter {
     const std::vector<bool>* selected;  // null: every chunk
     std::atomic<size_t> next{0};
     std::mutex error_mu;
-    Status error;  // GUARDED_BY(error_mu): the first failure; the workers stop at it
+    Status error;     // GUARDED_BY(error_mu): the first failure; the workers stop at it
+    size_t turn = 0;  // GUARDED_BY(error_mu): an ordered sink's next chunk to write
+    std::condition_variable turn_cv;
   };
+
+  // An ordered sink (a pipe) takes chunk k only after chunk k - 1: the workers load ahead and
+  // write in turn. False when another chunk failed (nothing more is written).
+  bool AwaitTurn(Segment& segment, size_t k) {
+    if (!ordered_) return true;
+    std::unique_lock<std::mutex> lock(segment.error_mu);
+    segment.turn_cv.wait(lock, [&] { return segment.turn == k || !segment.error.ok(); });
+    return segment.error.ok();
+  }
+  void PassTurn(Segment& segment) {
+    if (!ordered_) return;
+    {
+      std::lock_guard<std::mutex> lock(segment.error_mu);
+      ++segment.turn;
+    }
+    segment.turn_cv.notify_all();
+  }
 
   // One worker: chunks of the segment until none is left or one failed.
   void Work(Segment& segment) {
@@ -210,23 +231,29 @@ class SegmentWriter {
       Status s = CancellationRequested() ? Status::Cancelled("restore interrupted")
                                          : WriteChunk(segment, k, codec, &record, &chunk);
       if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(segment.error_mu);
-        if (segment.error.ok()) segment.error = s;
+        {
+          std::lock_guard<std::mutex> lock(segment.error_mu);
+          if (segment.error.ok()) segment.error = s;
+        }
+        segment.turn_cv.notify_all();  // workers waiting for their turn stop too
         return;
       }
     }
   }
 
-  Status WriteChunk(const Segment& segment, size_t k, RecordCodec& codec,
-                    std::vector<uint8_t>* record, std::vector<uint8_t>* chunk) {
+  Status WriteChunk(Segment& segment, size_t k, RecordCodec& codec, std::vector<uint8_t>* record,
+                    std::vector<uint8_t>* chunk) {
     const uint64_t index = segment.first + k;
     const uint64_t offset = index * snap_.chunk_size;
     const uint64_t length = std::min<uint64_t>(snap_.chunk_size, snap_.size_bytes - offset);
     if (segment.selected != nullptr && !(*segment.selected)[k]) {
+      if (!AwaitTurn(segment, k)) return Status::Cancelled("restore stopped");
       bytes_done_ += length;  // the destination already holds it
+      PassTurn(segment);
       return Status::Ok();
     }
     if (segment.ids[k] == kZeroChunkDigest) {
+      if (!AwaitTurn(segment, k)) return Status::Cancelled("restore stopped");
       zero_bytes_ += length;
       if (!holes_) {
         WB_RETURN_IF_ERROR(sink_.Write(offset, zeros_.data(), length));
@@ -234,12 +261,14 @@ class SegmentWriter {
         ++chunks_written_;
       }
       bytes_done_ += length;
+      PassTurn(segment);
       return Status::Ok();
     }
     const catalog::ChunkRecord& c = segment.where.at(segment.ids[k]);
     Status s = c.raw_size == length
                    ? LoadSealedChunk(repo_, codec, c, segment.ids[k], record, chunk->data())
                    : Status::Corruption("the chunk has the wrong size");
+    if (s.ok() && !AwaitTurn(segment, k)) return Status::Cancelled("restore stopped");
     if (s.ok()) s = sink_.Write(offset, chunk->data(), length);
     if (!s.ok() && s.code() == StatusCode::kCorruption) {
       return Status::Corruption(Range(snap_, index, length) + " is damaged: " + s.message());
@@ -248,6 +277,7 @@ class SegmentWriter {
     bytes_done_ += length;
     bytes_written_ += length;
     ++chunks_written_;
+    PassTurn(segment);
     return Status::Ok();
   }
 
@@ -255,6 +285,7 @@ class SegmentWriter {
   const catalog::SnapshotInfo& snap_;
   BlockSink& sink_;
   const int workers_;
+  const bool ordered_;                // the sink takes its writes in order (a pipe)
   const bool holes_;                  // the sink reads unwritten ranges as zeros
   const std::vector<uint8_t> zeros_;  // a chunk of zeros to write when it does not
   std::atomic<uint64_t> bytes_done_{0}, zero_bytes_{0}, bytes_written_{0}, chunks_written_{0};
@@ -278,16 +309,14 @@ Result<RestoreResult> RestoreSelected(Repository& repo, const catalog::SnapshotI
   // What is written comes from the sealed record and map alone, read from here on: a catalog
   // changed after the check (a test rewrites it here) can only make the restore fail.
   WB_PAUSEPOINT("restore.after-check");
-  const bool ordered = sink.sequential_only();
   // On object storage a worker spends most of its time waiting for its GET: enough of them
-  // to keep the line busy (kRemoteWorkers × the chunk size in flight).
+  // to keep the line busy (kRemoteWorkers × the chunk size in flight). An ordered sink (a pipe)
+  // is written in turn, each worker loading its chunk ahead (SegmentWriter::AwaitTurn).
   const int workers =
-      ordered ? 1
-              : (options.workers > 0
-                     ? options.workers
-                     : (repo.remote()
-                            ? kRemoteWorkers
-                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))));
+      options.workers > 0
+          ? options.workers
+          : (repo.remote() ? kRemoteWorkers
+                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   SegmentWriter writer(repo, snap, sink, workers);
   RestoreResult result;
   const auto start = Clock::now();

@@ -7,8 +7,9 @@
 // per core) read each record from its pack, authenticate, decompress and check its digest, and
 // write it at its offset (positioned sinks may be written by several threads at once). All-zero
 // chunks become holes when the sink gets zeros for free (a new file) and are written as zeros
-// otherwise (a block device). A sink that needs order (a pipe) is written in order by one worker. A
-// damaged chunk stops the restore with the range it covers: nothing is ever silently replaced.
+// otherwise (a block device). A sink that needs order (a pipe) is written in order, the workers
+// taking turns. A damaged chunk stops the restore with the range it covers: nothing is ever
+// silently replaced.
 #pragma once
 
 #include <chrono>
