@@ -58,7 +58,9 @@ inline constexpr uint64_t kCheckpointBytes = 256ull << 20;
 inline constexpr std::chrono::milliseconds kCheckpointInterval{10'000};
 inline constexpr uint64_t kObjectCheckpointBytes = 4ull << 30;
 inline constexpr std::chrono::milliseconds kObjectCheckpointInterval{60'000};
-inline constexpr uint64_t kObjectUploadPacks = 4;  // 4 × 64 MiB: 16 parts of 16 MiB in flight
+// 8 × 64 MiB: 32 parts of 16 MiB in flight, 512 MiB held. Measured at 64 ms one-way against
+// Ceph RGW: 4 packs 58-63 MB/s, 8 packs 64-72, 12 packs 67; 8 MiB parts were slower (49-61).
+inline constexpr uint64_t kObjectUploadPacks = 8;
 
 struct SnapshotOptions {
   std::string source_name;
