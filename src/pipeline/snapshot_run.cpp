@@ -76,31 +76,26 @@ void Snapshotter::MarkRunFailed() {
   }
 }
 
-// After a failed run (its transaction committed or rolled back): the packs it was writing,
-// when the catalog does not name them, hold nothing durable anyone points at (their rows were
-// in the transaction that rolled back), and on a full disk they are what keeps the disk full:
-// remove them. A pack the catalog names stays, as does one we cannot tell about (prune removes
-// it later).
+// After a failed run (its transaction committed or rolled back): the packs it started since its
+// last checkpoint, when the catalog does not name them, hold nothing durable anyone points at
+// (their rows were in the transaction that rolled back), and on a full disk they are what keeps
+// the disk full; on S3 a pack nobody names makes the next command rebuild the cache. Remove
+// them. A pack the catalog names stays, as does one we cannot tell about (prune removes it later).
 void Snapshotter::RemoveUncommittedPack() {
-  std::vector<std::pair<std::string, int64_t>> written;  // path, id
-  for (ClosedPack& p : closed_) {
-    written.emplace_back(p.writer->path(), p.id);
-    p.writer.reset();  // its upload ended before it goes
-  }
-  closed_.clear();
+  closed_.clear();  // each writer's upload ends before it goes
   closed_bytes_ = 0;
-  if (pack_) written.emplace_back(pack_->path(), pack_id_);
   pack_.reset();  // closed before it goes
-  if (written.empty()) return;
+  if (uncommitted_.empty()) return;
   Result<std::vector<catalog::PackInfo>> named = catalog_.Packs();
   if (!named.ok()) return;
-  for (const auto& [path, id] : written) {
+  for (const auto& [path, id] : uncommitted_) {
     std::string name;
     if (!IsPackFileName(std::filesystem::path(path).filename().string(), &name)) continue;
     const bool kept = std::any_of(named->begin(), named->end(),
                                   [&](const catalog::PackInfo& p) { return p.name == name; });
     if (!kept) (void)repo_.RemovePack(id, name);  // a pack left behind is prune's to remove
   }
+  uncommitted_.clear();
 }
 
 // Buffers enough for the source's window and every worker, within the memory budget, and the

@@ -147,13 +147,14 @@ void Snapshotter::WorkerLoop() {
 
 Status Snapshotter::StartPack() {
   WB_ASSIGN_OR_RETURN(pack_, repo_.NewPack(&pack_id_));
+  uncommitted_.push_back({pack_->path(), pack_id_});
   return Status::Ok();
 }
 
 // Object storage: starts the full pack's upload in the background and lets the next record
 // start a new pack; past the upload budget, waits for the oldest upload first.
 Status Snapshotter::ClosePack() {
-  if (pack_failed_) return Status::IoError(pack_->path() + " failed earlier; not trusted");
+  if (pack_failed_) return Status::IoError("a pack of this run failed earlier; not trusted");
   WB_RETURN_IF_ERROR(pack_->SyncInBackground());
   closed_bytes_ += pack_->size();
   closed_.push_back({std::move(pack_), pack_id_});
@@ -178,10 +179,7 @@ Status Snapshotter::SyncClosedPack() {
 // Makes every pack the open transaction names durable and records their sizes in it (no pack:
 // nothing to do).
 Status Snapshotter::SyncPack() {
-  if (pack_failed_) {
-    return Status::IoError((pack_ ? pack_->path() : std::string("a pack")) +
-                           " failed earlier; not trusted");
-  }
+  if (pack_failed_) return Status::IoError("a pack of this run failed earlier; not trusted");
   while (!closed_.empty())
     WB_RETURN_IF_ERROR(SyncClosedPack());
   if (!pack_) return Status::Ok();
@@ -210,6 +208,7 @@ Status Snapshotter::Commit(bool force) {
   const Status committed = txn_->Commit();
   txn_.reset();
   WB_RETURN_IF_ERROR(committed);
+  uncommitted_.clear();  // the catalog names them all now
   WB_FAILPOINT("snapshot.after-commit");
   if (pack_ && (remote || pack_->size() >= options_.pack_size))
     pack_.reset();  // the next record starts a new one

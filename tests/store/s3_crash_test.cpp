@@ -242,6 +242,31 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "s3 repository: a snapshot that fails at its last commit removes every pack it uploaded, "
+    "those that went up in the background too",
+    "[s3lab]") {
+  TempDir dir("s3fail-commit");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  a.Ok({"init", "--key-file", a.key, "--chunk-size", "256K"});
+  const std::string disk = dir / "disk.img";
+  WriteCrashVersion(disk, 0);
+  a.Ok({"snapshot", disk});
+  // A record a pack: a dozen packs, more than the eight that go up at once, so the run waits
+  // for the oldest uploads and no longer holds them when its final commit (the second of the
+  // run: the first begins its row) fails.
+  WriteCrashVersion(disk, 1);
+  RunOptions o = a.Options();
+  o.env["WANBACKUP_TEST_PACK_SIZE"] = "256K";
+  o.env["WANBACKUP_FAIL"] = "catalog.commit:2";
+  const RunResult run = testing::Local({"snapshot", disk}, o);
+  INFO("exit " << run.exit_code << ", stderr: " << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(CrashSnapshotIds(a) == std::set<int64_t>{1});
+  CheckNothingUnreferenced(a);
+  CheckKeptRestore(a, dir, {{1, 0}});
+}
+
+TEST_CASE(
     "s3 repository: SIGKILL during prune, at its failpoints and at random moments, keeps "
     "every kept snapshot, and the next prune leaves nothing unreferenced",
     "[s3lab]") {

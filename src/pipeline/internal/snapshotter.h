@@ -153,6 +153,9 @@ class Snapshotter {
   };
   std::deque<ClosedPack> closed_;
   uint64_t closed_bytes_ = 0;
+  // Every pack started since the last checkpoint (where it is, its id): what a failed run
+  // removes unless the catalog names it.
+  std::vector<std::pair<std::string, int64_t>> uncommitted_;
   uint64_t stored_since_commit_ = 0;
   Clock::time_point last_commit_ = Clock::now();
   std::unordered_map<Digest, std::vector<uint64_t>, DigestHash> pending_;   // being encoded
