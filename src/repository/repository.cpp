@@ -544,14 +544,21 @@ Result<std::unique_ptr<PackWriter>> Repository::NewPack(int64_t* pack_id) {
 
 // The pack is opened and its header checked without the lock (on object storage those are
 // round trips, and restore's workers open many packs at once); a thread that wants a pack
-// another is opening waits for that one instead of opening it again.
+// another is opening waits for that one instead of opening it again, and takes its failure
+// too (an unreachable store costs one open's retries, not one per waiting thread).
 Result<const PackReader*> Repository::Pack(int64_t pack_id) {
   std::string name;
   {
     std::unique_lock<std::mutex> lock(packs_mu_);
-    packs_opened_.wait(lock, [&] { return packs_opening_.count(pack_id) == 0; });
+    bool waited = false;
+    while (packs_opening_.count(pack_id) != 0) {
+      waited = true;
+      packs_opened_.wait(lock);
+    }
     auto it = pack_readers_.find(pack_id);
     if (it != pack_readers_.end()) return it->second.get();
+    if (auto failed = packs_failed_.find(pack_id); waited && failed != packs_failed_.end())
+      return failed->second;
     auto named = pack_names_.find(pack_id);
     if (named == pack_names_.end()) {
       return Status::Corruption("pack " + std::to_string(pack_id) + " is not in the catalog");
@@ -565,7 +572,11 @@ Result<const PackReader*> Repository::Pack(int64_t pack_id) {
   std::lock_guard<std::mutex> lock(packs_mu_);
   packs_opening_.erase(pack_id);
   packs_opened_.notify_all();
-  if (!checked.ok()) return checked;
+  if (!checked.ok()) {
+    packs_failed_.insert_or_assign(pack_id, checked);
+    return checked;
+  }
+  packs_failed_.erase(pack_id);
   return pack_readers_.try_emplace(pack_id, std::move(*reader)).first->second.get();
 }
 

@@ -199,8 +199,9 @@ class Repository {
   std::mutex packs_mu_;
   std::unique_ptr<PackStore> store_;
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> pack_readers_;  // GUARDED_BY(packs_mu_)
-  std::unordered_set<int64_t> packs_opening_;            // GUARDED_BY(packs_mu_): being opened
-  std::condition_variable packs_opened_;                 // an opening ended
+  std::unordered_set<int64_t> packs_opening_;         // GUARDED_BY(packs_mu_): being opened
+  std::unordered_map<int64_t, Status> packs_failed_;  // GUARDED_BY(packs_mu_): its last open failed
+  std::condition_variable packs_opened_;              // an opening ended
   std::unordered_map<int64_t, std::string> pack_names_;  // GUARDED_BY(packs_mu_)
   std::function<void(uint64_t)> head_listener_;
   std::shared_ptr<S3Objects> s3_;        // S3 repositories only
