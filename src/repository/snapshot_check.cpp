@@ -40,6 +40,10 @@ Status CheckRecordHeaders(Repository& repo, int64_t snapshot_id,
       return;
     }
     Result<RecordHeader> h = ReadRecordHeaderAt(**pack, c.offset, c.stored_size);
+    if (!h.ok() && h.status().code() != StatusCode::kCorruption) {
+      outcome[i] = h.status();  // the store unreachable, an interrupt: not the catalog's doing
+      return;
+    }
     if (!h.ok() || h->digest != c.digest || h->raw_size != c.raw_size) {
       outcome[i] = Status::Corruption(
           Tampered(snapshot_id, "chunk " + std::to_string(chunks[i].index) +
