@@ -1,5 +1,6 @@
 #include "cli/snapshot_source.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 
@@ -31,14 +32,14 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
   options.on_progress = request.on_progress;
   if (!request.checkpoint_interval.empty()) {
     WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(request.checkpoint_interval, "s"));
-    options.commit_interval = std::chrono::ceil<std::chrono::milliseconds>(checkpoint);
-    if (options.commit_interval.count() <= 0)
-      return Status::InvalidArgument("--checkpoint-interval must be more than 0");
+    // 0 (a checkpoint after every record) stays what it always was; 0 in the options means
+    // the store's default.
+    options.commit_interval = std::max(std::chrono::milliseconds(1),
+                                       std::chrono::ceil<std::chrono::milliseconds>(checkpoint));
   }
   if (!request.checkpoint_bytes.empty()) {
-    WB_ASSIGN_OR_RETURN(options.commit_bytes, ParseSize(request.checkpoint_bytes));
-    if (options.commit_bytes == 0)
-      return Status::InvalidArgument("--checkpoint-bytes must be more than 0");
+    WB_ASSIGN_OR_RETURN(const uint64_t bytes, ParseSize(request.checkpoint_bytes));
+    options.commit_bytes = std::max<uint64_t>(1, bytes);
   }
 
   // Tests only (docs/testing.md): $WANBACKUP_TEST_PACK_SIZE closes packs at that size (on S3,

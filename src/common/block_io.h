@@ -4,8 +4,9 @@
 //
 // Threading: one consumer thread calls Submit/Wait on a source (implementations use their own
 // threads inside and document them); Stats() may be called from any thread at any time (the
-// snapshot's progress reports run on the coordinator while the reader waits). Sinks are called
-// from one thread, unless sequential_only() is false (see restorer.h).
+// snapshot's progress reports run on the coordinator while the reader waits). A sink whose
+// sequential_only() is true gets its writes in order, one at a time, though not always from the
+// same thread (restore's workers take turns, restorer.h); otherwise from several at once.
 #pragma once
 
 #include <chrono>
