@@ -83,8 +83,7 @@ void Snapshotter::MarkRunFailed() {
 // them. A pack the catalog names stays, as does one we cannot tell about (prune removes it later).
 void Snapshotter::RemoveUncommittedPack() {
   closed_.clear();  // each writer's upload ends before it goes
-  closed_bytes_ = 0;
-  pack_.reset();  // closed before it goes
+  pack_.reset();    // closed before it goes
   if (uncommitted_.empty()) return;
   Result<std::vector<catalog::PackInfo>> named = catalog_.Packs();
   if (!named.ok()) return;

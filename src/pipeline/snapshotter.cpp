@@ -156,9 +156,8 @@ Status Snapshotter::StartPack() {
 Status Snapshotter::ClosePack() {
   if (pack_failed_) return Status::IoError("a pack of this run failed earlier; not trusted");
   WB_RETURN_IF_ERROR(pack_->SyncInBackground());
-  closed_bytes_ += pack_->size();
   closed_.push_back({std::move(pack_), pack_id_});
-  while (closed_bytes_ > options_.upload_bytes && closed_.size() > 1)
+  while (closed_.size() > 1 && ClosedBytes() > options_.upload_bytes)
     WB_RETURN_IF_ERROR(SyncClosedPack());
   return Status::Ok();
 }
@@ -171,7 +170,6 @@ Status Snapshotter::SyncClosedPack() {
     return s;
   }
   WB_RETURN_IF_ERROR(catalog_.SetPackSize(oldest.id, oldest.writer->size()));
-  closed_bytes_ -= oldest.writer->size();
   closed_.pop_front();
   return Status::Ok();
 }

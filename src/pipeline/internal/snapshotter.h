@@ -152,7 +152,12 @@ class Snapshotter {
     int64_t id = 0;
   };
   std::deque<ClosedPack> closed_;
-  uint64_t closed_bytes_ = 0;
+  uint64_t ClosedBytes() const {
+    uint64_t bytes = 0;
+    for (const ClosedPack& p : closed_)
+      bytes += p.writer->size();
+    return bytes;
+  }
   // Every pack started since the last checkpoint (where it is, its id): what a failed run
   // removes unless the catalog names it.
   std::vector<std::pair<std::string, int64_t>> uncommitted_;
