@@ -278,6 +278,10 @@ int RateLimitedCommands(int limit, double bytes_per_second, std::chrono::nanosec
   return std::clamp(static_cast<int>(std::min<double>(commands, limit)), std::min(2, limit), limit);
 }
 
+double CommandCapRate(double smoothed, double latest_sample) {
+  return std::max(smoothed, latest_sample);
+}
+
 void ReadPacer::OnRound(double delivered, bool app_limited, bool warming, double window_rate) {
   highest_ = std::max(highest_, delivered);
   if (!starting_ || warming || app_limited) return;

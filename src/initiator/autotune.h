@@ -194,6 +194,14 @@ inline constexpr double kRateWindows = 1.5;
 int RateLimitedCommands(int limit, double bytes_per_second, std::chrono::nanoseconds rtt,
                         uint64_t io_size);
 
+// The rate RateLimitedCommands is given for a connection: its smoothed rate, or its latest
+// sample when that is higher. A collapsed window shows as a low sample and the smoothed rate
+// decays from there, as it always did; but a window that grows (slow start doubles it every
+// round trip) is followed at once. With the smoothed rate alone (a quarter weight per two round
+// trips) the cap grew about 6 % per round trip after start-up, and at 150 ms one-way a 1 GiB
+// copy took 5 s more to reach the line (docs/performance/log/2026-11-29-startup-and-target.md).
+double CommandCapRate(double smoothed, double latest_sample);
+
 // The index of the connection for the next command, or -1 when `in_flight` has reached `budget`
 // or no usable connection has room.
 int ChooseConnection(std::span<const ConnectionLoad> connections, int in_flight, int budget,
@@ -232,7 +240,10 @@ std::chrono::nanoseconds ServiceInterval(int budget, uint64_t io_size, double by
 //     already is the plan's (autotune.h: a 1 Gbit/s link), and pacing only spreads it evenly.
 // A round is one round trip, at least kPaceMinRound, so that a sample spans many READs.
 inline constexpr double kPaceWindowShare = 0.95;
-inline constexpr double kPaceStartupGain = 1.5;
+// Twice, as TCP's slow start: what a round delivers was issued the round before, so the pace
+// doubles every second round, and every round only as the target's windows allow. 1.5 (until
+// 2026-11-29) took 2-3 s longer to reach the line at 64-150 ms one-way (the log above).
+inline constexpr double kPaceStartupGain = 2.0;
 inline constexpr double kInitialWindowBytes = 10 * 1448;  // Linux's 10 segments (RFC 6928)
 inline constexpr double kPaceStartupGrowth = 1.25;
 inline constexpr int kPaceStartupRounds = 3;

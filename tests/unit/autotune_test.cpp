@@ -331,24 +331,24 @@ TEST_CASE("pacing READs: on a WAN with more than one READ, never on a LAN nor fo
   CHECK_FALSE(wanbackup::initiator::PlanWrite(Lun(32ms), {}).pace_reads);
 }
 
-TEST_CASE("pacing READs: start-up grows by half each round from the targets' first windows",
+TEST_CASE("pacing READs: start-up doubles each round from the targets' first windows",
           "[autotune]") {
   using wanbackup::initiator::ReadPacer;
   const double window = 120e6;  // budget per round trip
   ReadPacer pacer(1e6);
   CHECK(pacer.rate(window) == 1e6);  // nothing delivered yet
   pacer.OnRound(4e6, false, false, window);
-  CHECK(pacer.rate(window) == Approx(6e6));
+  CHECK(pacer.rate(window) == Approx(8e6));
   // A round that ran out of READs or was still ramping up counts for the rate.
   pacer.OnRound(5e6, true, false, window);
   pacer.OnRound(5e6, false, true, window);
   CHECK(pacer.starting());
-  CHECK(pacer.rate(window) == Approx(7.5e6));
+  CHECK(pacer.rate(window) == Approx(10e6));
   // A lower round never lowers the pace.
   pacer.OnRound(1e6, false, false, window);
-  CHECK(pacer.rate(window) == Approx(7.5e6));
-  // Once 1.5 x delivered reaches the window rate, the run is paced at 95 % of it.
-  pacer.OnRound(90e6, false, false, window);
+  CHECK(pacer.rate(window) == Approx(10e6));
+  // Once 2 x delivered reaches the window rate, the run is paced at 95 % of it.
+  pacer.OnRound(60e6, false, false, window);
   CHECK_FALSE(pacer.starting());
   CHECK(pacer.rate(window) == Approx(0.95 * window));
   // And the window rate moves with the budget (connections added or retired).
@@ -369,10 +369,18 @@ TEST_CASE("pacing READs: start-up ends when the delivered rate stops growing", "
   pacer.OnRound(45e6, false, false, window);  // under 25 % more than 40: flat 1
   pacer.OnRound(48e6, false, false, window);  // flat 2
   CHECK(pacer.starting());
-  CHECK(pacer.rate(window) == Approx(72e6));
+  CHECK(pacer.rate(window) == Approx(96e6));
   pacer.OnRound(49e6, false, false, window);  // flat 3: the link (or the target) is full
   CHECK_FALSE(pacer.starting());
   CHECK(pacer.rate(window) == Approx(0.95 * window));
+}
+
+TEST_CASE("sharing commands: the cap follows a growing window at once, a shrinking one slowly",
+          "[autotune]") {
+  using wanbackup::initiator::CommandCapRate;
+  CHECK(CommandCapRate(10e6, 40e6) == 40e6);  // slow start: the latest sample
+  CHECK(CommandCapRate(40e6, 5e6) == 40e6);   // a loss: the smoothed rate, decaying from there
+  CHECK(CommandCapRate(0, 0) == 0);           // nothing measured: RateLimitedCommands' limit
 }
 
 TEST_CASE("sharing commands: a connection holds at most 1.5 round trips of what it delivers",

@@ -73,6 +73,7 @@ void CommandEngine::OnConnected(const ConnectDone& done, Clock::time_point now) 
     slot.ramp_bytes = config_.ramp_start_bytes != 0 ? config_.ramp_start_bytes : kRampStartBytes;
     slot.delivered = 0;
     slot.rate = 0;
+    slot.last_sample = 0;
     slot.broken = false;
     const uint32_t live = ++live_connections_;
     if (live > peak_connections_.load()) peak_connections_ = live;
@@ -129,9 +130,11 @@ int CommandEngine::PickConnection() {
     const Slot& slot = *slots_[i];
     // A READ-paced run also keeps each connection within what it carries (autotune.h), over
     // the round trip or the quickest READ so far if the target takes longer than the link.
-    const bool room = !config_.plan.pace_reads ||
-                      slot.outstanding < RateLimitedCommands(per_connection_limit_, slot.rate,
-                                                             RoundTrip(), config_.plan.io_size);
+    const bool room =
+        !config_.plan.pace_reads ||
+        slot.outstanding < RateLimitedCommands(per_connection_limit_,
+                                               CommandCapRate(slot.rate, slot.last_sample),
+                                               RoundTrip(), config_.plan.io_size);
     const bool usable = slot.state == Slot::State::kUp && !slot.broken && i < wanted && room;
     loads_[i] = ConnectionLoad{usable, slot.outstanding, slot.rate};
   }
@@ -150,6 +153,7 @@ void CommandEngine::EstimateRates(Clock::time_point now) {
     const double sample = static_cast<double>(slot->delivered) / seconds;
     slot->delivered = 0;
     if (sample == 0 && slot->outstanding == 0) continue;  // nothing asked: nothing learnt
+    slot->last_sample = sample;
     slot->rate =
         slot->rate > 0 ? (1 - kRateSampleWeight) * slot->rate + kRateSampleWeight * sample : sample;
   }

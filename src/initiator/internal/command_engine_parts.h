@@ -44,6 +44,7 @@ struct CommandEngine::Slot {
   uint32_t ramp_bytes = kRampStartBytes;  // largest READ this connection is ready for
   uint64_t delivered = 0;                 // bytes completed since the last rate estimate
   double rate = 0;                        // bytes/s, smoothed; 0 = not known yet
+  double last_sample = 0;                 // bytes/s, the latest estimate's sample
   bool ever_up = false;
   bool broken = false;
   Status broken_reason;
