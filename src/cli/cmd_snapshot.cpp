@@ -26,6 +26,7 @@ struct SnapshotCommandOptions {
   std::string progress_interval;
   std::string checkpoint_interval;  // "": the store's default
   std::string checkpoint_bytes;
+  std::string upload_memory;
   RepoFlags repo;
   TargetFlags target;
   TuningFlags tuning;
@@ -103,6 +104,7 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
         {"abandoned_runs", r.abandoned_runs},
         {"connections", r.source.peak_connections},
         {"max_rss_bytes", PeakRssBytes()},
+        {"peak_upload_bytes", r.peak_upload_bytes},
         {"cpu_seconds",
          {{"zero", r.stages.zero},
           {"digest", r.stages.digest},
@@ -128,6 +130,10 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
 
 Status RunSnapshot(const SnapshotCommandOptions& opts) {
   WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
+  if (!opts.upload_memory.empty() && !repo->remote()) {
+    return Status::InvalidArgument("--upload-memory is for a repository on S3; " + repo->path() +
+                                   " is a directory, where each pack is written as it fills");
+  }
   SnapshotRequest request;
   request.source = opts.source;
   request.tag = opts.tag;
@@ -135,6 +141,7 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
   request.tuning = opts.tuning;
   request.checkpoint_interval = opts.checkpoint_interval;
   request.checkpoint_bytes = opts.checkpoint_bytes;
+  request.upload_memory = opts.upload_memory;
   WB_ASSIGN_OR_RETURN(
       ProgressChoice shown,
       ParseProgressFlags(opts.progress, opts.progress_interval, request.progress_interval));
@@ -182,6 +189,11 @@ void RegisterSnapshot(CLI::App& app, Runner* runner) {
   cmd->add_option("--checkpoint-bytes", opts->checkpoint_bytes,
                   "... and whenever this much has been stored since the last checkpoint "
                   "(default 256M; 4G on S3)");
+  cmd->add_option("--upload-memory", opts->upload_memory,
+                  "S3 repositories: full packs (64 MiB each) uploading in the background at "
+                  "once, each held in memory until it is up, on top of --max-memory (default "
+                  "512M: 8 packs, 32 parts of 16 MiB in flight; one pack whatever it says). More "
+                  "keeps more PUTs going on a long, fast link; less bounds memory");
   cmd->add_flag("--json", opts->json, "print a JSON summary");
   AddRepoFlags(cmd, &opts->repo);
   AddTuningFlags(cmd, &opts->tuning);

@@ -41,6 +41,15 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
     WB_ASSIGN_OR_RETURN(const uint64_t bytes, ParseSize(request.checkpoint_bytes));
     options.commit_bytes = std::max<uint64_t>(1, bytes);
   }
+  if (!request.upload_memory.empty()) {
+    const Result<uint64_t> bytes = ParseSize(request.upload_memory);
+    if (!bytes.ok() || *bytes == 0) {
+      return Status::InvalidArgument(
+          "--upload-memory takes a size above 0 such as 256M or 1G, not '" + request.upload_memory +
+          "'");
+    }
+    options.upload_bytes = *bytes;
+  }
 
   // Tests only (docs/testing.md): $WANBACKUP_TEST_PACK_SIZE closes packs at that size (on S3,
   // where they are 64 MiB, a small image then fills many, uploaded in the background).

@@ -21,6 +21,7 @@ struct SnapshotRequest {
   TuningFlags tuning;
   std::string checkpoint_interval;  // "": the store's default (pipeline::kCheckpointInterval, …)
   std::string checkpoint_bytes;
+  std::string upload_memory;  // "": the store's default; only for a repository on S3
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const pipeline::SnapshotProgress&)> on_progress;  // may be empty
 };

@@ -185,6 +185,7 @@ Result<SnapshotResult> Snapshotter::Run() {
   result.elapsed = Clock::now() - start_;
   result.source = source_.Stats();
   result.bytes_deallocated = bytes_deallocated_;
+  result.peak_upload_bytes = peak_upload_bytes_;
   return result;
 }
 

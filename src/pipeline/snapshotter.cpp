@@ -157,6 +157,7 @@ Status Snapshotter::ClosePack() {
   if (pack_failed_) return Status::IoError("a pack of this run failed earlier; not trusted");
   WB_RETURN_IF_ERROR(pack_->SyncInBackground());
   closed_.push_back({std::move(pack_), pack_id_});
+  peak_upload_bytes_ = std::max(peak_upload_bytes_, ClosedBytes());
   while (closed_.size() > 1 && ClosedBytes() > options_.upload_bytes)
     WB_RETURN_IF_ERROR(SyncClosedPack());
   return Status::Ok();

@@ -74,8 +74,8 @@ struct SnapshotOptions {
   uint64_t commit_bytes = 0;
   std::chrono::milliseconds commit_interval{0};
   // Object storage: full packs uploading in the background at once, at most this many bytes
-  // (memory: each is held until it is up; 0: kObjectUploadPacks packs). A checkpoint waits for
-  // all of them.
+  // (memory: each is held until it is up; 0: kObjectUploadPacks packs; one pack is held
+  // whatever it says). A checkpoint waits for all of them.
   uint64_t upload_bytes = 0;
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const SnapshotProgress&)> on_progress;  // called on the calling thread
@@ -89,6 +89,9 @@ struct SnapshotResult {
   StageTimes stages;
   std::chrono::nanoseconds elapsed{0};
   uint64_t peak_buffer_bytes = 0;
+  // Object storage: the most bytes of full packs held at once while they were uploaded (within
+  // SnapshotOptions::upload_bytes plus the pack that went over it); 0 on a directory.
+  uint64_t peak_upload_bytes = 0;
   int abandoned_runs = 0;  // interrupted earlier runs found and closed
   SourceStats source;
   // Bytes of zero chunks the source reported deallocated, never read (not in info.bytes_read).

@@ -366,3 +366,45 @@ TEST_CASE(
   CheckOneLineError(a.Wb(args({"snapshots", "--repo", dir.path()}), no_keys), 2,
                     "--s3-credentials-file is for an s3: repository");
 }
+
+TEST_CASE(
+    "s3 repository: --upload-memory bounds the packs held while they upload, and is refused "
+    "for a directory",
+    "[s3lab]") {
+  TempDir dir("s3upload");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  a.Ok({"init", "--key-file", a.key, "--chunk-size", "256K"});
+  WriteNoiseImage(dir / "one.img", 31, 2);  // 4 MiB of noise: 16 records of 256 KiB
+  WriteNoiseImage(dir / "two.img", 32, 2);
+  // A pack a record: 16 full packs, none of them written by a checkpoint before the end.
+  const std::map<std::string, std::string> small_packs = {{"WANBACKUP_TEST_PACK_SIZE", "256K"}};
+  const auto peak = [&](std::vector<std::string> args) {
+    const nlohmann::json j = testing::Json(a.Wb(std::move(args), small_packs));
+    return j["peak_upload_bytes"].get<uint64_t>();
+  };
+  const uint64_t pack = 300 << 10;  // a record of 256 KiB and its header, compressed nothing
+  const uint64_t bounded = peak({"snapshot", dir / "one.img", "--upload-memory", "1M", "--json"});
+  CHECK(bounded > 0);
+  CHECK(bounded <= (1u << 20) + pack);  // the budget, and the pack that went over it
+  // By default (512 MiB) every one of them stays held until the run's last commit.
+  const uint64_t unbounded = peak({"snapshot", dir / "two.img", "--json"});
+  CHECK(unbounded >= (4u << 20));
+  a.Ok({"restore", "1", "--to", dir / "one-back.img"});
+  CHECK(SameFile(dir / "one.img", dir / "one-back.img"));
+  a.Ok({"restore", "2", "--to", dir / "two-back.img"});
+  CHECK(SameFile(dir / "two.img", dir / "two-back.img"));
+
+  const std::map<std::string, uint64_t> before = S3ObjectsAt(a.url);
+  CheckOneLineError(a.Wb({"snapshot", dir / "one.img", "--upload-memory", "0"}), 2,
+                    "--upload-memory");
+  CheckOneLineError(a.Wb({"snapshot", dir / "one.img", "--upload-memory", "lots"}), 2,
+                    "--upload-memory");
+  CHECK(S3ObjectsAt(a.url) == before);
+
+  // A directory repository writes each pack as it fills: the flag would mean nothing there.
+  const testing::RepoCli local(dir);
+  local.Ok({"init", "--key-file", local.key()});
+  CheckOneLineError(local.Wb({"snapshot", dir / "one.img", "--upload-memory", "1M"}), 2,
+                    "for a repository on S3");
+  CHECK(local.Ok({"snapshots", "--json"}).out.find("\"id\"") == std::string::npos);
+}

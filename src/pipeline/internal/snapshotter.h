@@ -152,6 +152,7 @@ class Snapshotter {
     int64_t id = 0;
   };
   std::deque<ClosedPack> closed_;
+  uint64_t peak_upload_bytes_ = 0;  // the most closed_ held at once
   uint64_t ClosedBytes() const {
     uint64_t bytes = 0;
     for (const ClosedPack& p : closed_)
