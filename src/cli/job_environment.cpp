@@ -29,8 +29,9 @@ RepoFlags RepoFlagsFor(const jobs::RepositoryConfig& repo, const jobs::JobConfig
   return flags;
 }
 
-SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job) {
+SnapshotRequest SnapshotRequestFor(const jobs::JobConfig& job, const jobs::RepositoryConfig& repo) {
   SnapshotRequest r;
+  r.upload_memory = repo.upload_memory;
   r.source = job.source;
   r.tag = job.tag;
   r.job = job.name;
@@ -78,7 +79,7 @@ CliJobEnvironment::CliJobEnvironment(const jobs::Config& config, const jobs::Job
     : config_(config),
       job_(job),
       repo_(RepoFlagsFor(config.repositories.at(job.repository), job)),
-      snapshot_(SnapshotRequestFor(job)) {}
+      snapshot_(SnapshotRequestFor(job, config.repositories.at(job.repository))) {}
 
 Status CliJobEnvironment::CheckRepositoryBeforeUse() {
   return cli::CheckRepositoryBeforeUse(repo_);

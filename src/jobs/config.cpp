@@ -169,6 +169,11 @@ Status Size(const std::string& v) {
   return ParseSize(v).status();
 }
 
+Status PositiveSize(const std::string& v) {
+  WB_ASSIGN_OR_RETURN(const uint64_t bytes, ParseSize(v));
+  return bytes > 0 ? Status::Ok() : Status::InvalidArgument("must be more than 0");
+}
+
 // A repository's name only labels it in this file.
 Status RepositoryName(const std::string& name) {
   const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
@@ -263,13 +268,14 @@ Handlers RepositoryHandlers(RepositoryConfig* r) {
       {"insecure_no_encryption", Boolean(&r->insecure_no_encryption)},
       {"s3_credentials_file", SecretFile(&r->s3_credentials_file)},
       {"cache_dir", String(&r->cache_dir, AbsolutePath)},
+      {"upload_memory", String(&r->upload_memory, PositiveSize)},
   };
 }
 
 // The keys only an S3 repository takes.
 Status CheckS3Keys(const std::string& file, const toml::table& table, const RepositoryConfig& r) {
   if (pipeline::IsS3Url(r.path)) return Status::Ok();
-  for (const char* key : {"s3_credentials_file", "cache_dir"}) {
+  for (const char* key : {"s3_credentials_file", "cache_dir", "upload_memory"}) {
     if (const toml::node* node = table.get(key)) {
       return Place(file, *node, "repositories." + r.name + "." + key)
           .Error("is for a repository on S3, and path is a directory");

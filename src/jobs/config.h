@@ -41,6 +41,7 @@ struct RepositoryConfig {
   // and job history (as --cache-dir; empty: $WANBACKUP_CACHE_DIR, else the default).
   std::string s3_credentials_file;
   std::string cache_dir;
+  std::string upload_memory;  // as snapshot --upload-memory (S3 only; empty: the default)
 };
 
 struct JobConfig {

@@ -357,6 +357,13 @@ TEST_CASE("job config: an S3 repository takes s3_credentials_file and cache_dir,
              Catch::Contains("repositories.main.cache_dir: is for a repository on S3"));
   CHECK_THAT(d.Refused(d.Repos() + "s3_credentials_file = \"" + cred + "\"\n" + d.Job()),
              Catch::Contains("s3_credentials_file: is for a repository on S3"));
+  CHECK_THAT(d.Refused(d.Repos() + "upload_memory = \"1G\"\n" + d.Job()),
+             Catch::Contains("repositories.main.upload_memory: is for a repository on S3"));
+  Result<Config> sized = d.Load(s3 + "upload_memory = \"1G\"\n\n" + d.Job());
+  REQUIRE(sized.ok());
+  CHECK(sized->repositories["main"].upload_memory == "1G");
+  CHECK_THAT(d.Refused(s3 + "upload_memory = \"0\"\n\n" + d.Job()),
+             Catch::Contains("upload_memory: must be more than 0"));
   // The credentials file is a secret file: others may not read it.
   REQUIRE(::chmod(cred.c_str(), 0644) == 0);
   CHECK_THAT(d.Refused(s3 + d.Job()), Catch::Contains("s3_credentials_file"));
