@@ -617,6 +617,12 @@ Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
       lost_entries_.push_back(e);
     }
   }
+  if (options_.cache && report_.lost.empty()) {  // more than the head lists (a refresh's rows)
+    return Status::Corruption(
+        "the catalog cache cannot be refreshed: it lists snapshots the repository's newest head "
+        "does not; 'wanbackup repair catalog --repo " +
+        repo_.path() + "' rebuilds it");
+  }
   if (options_.cache) {
     return Status::Corruption(
         "the catalog cache cannot be rebuilt: the repository's newest head lists snapshot " +

@@ -94,8 +94,7 @@ class Repository {
   // config.json and the packs are objects, and the catalog is a cache in `cache_dir` (empty:
   // DefaultCacheDir of the repository's id), rebuilt from the packs when it lacks what the store
   // holds, incrementally when it only lacks new packs (cache_refresh.h; docs/format.md, "A
-  // repository on S3"). The lock files are the
-  // cache directory's.
+  // repository on S3"). The lock files are the cache directory's.
   static Result<std::unique_ptr<Repository>> Open(const std::string& path,
                                                   const Credentials& credentials, OpenMode mode,
                                                   const LockOptions& lock = {},
