@@ -1,6 +1,7 @@
 #include "repository/cache_refresh.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -80,8 +81,14 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
     *why = "it names no head it can read";
     return std::optional<RebuildReport>();
   }
-  // Numbers given out stay given out, the rows of failed runs that go below included.
-  WB_ASSIGN_OR_RETURN(const int64_t highest_before, CatalogHighestSnapshotId(*catalog_));
+  // Numbers given out stay given out: the floor's, and those of complete snapshots (one that
+  // another host's forget removes below included). A run that did not complete sealed nothing
+  // under its number unless a new pack holds its record (max_id_): its row goes below and, as
+  // in a full rebuild, its number is free again.
+  WB_ASSIGN_OR_RETURN(const std::string floor, catalog_->GetSetting(catalog::kSnapshotIdFloor));
+  WB_ASSIGN_OR_RETURN(const int64_t listed_before, CatalogHighestListedId(*catalog_));
+  const int64_t highest_before =
+      std::max<int64_t>(listed_before, std::max<int64_t>(0, std::atoll(floor.c_str())));
   for (const StoredPack& p : plan.added) {
     WB_RETURN_IF_ERROR(IndexPack(p));
     WB_FAILPOINT("cache-refresh.after-pack");
