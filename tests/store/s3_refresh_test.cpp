@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <sqlite3.h>
 
 #include "store/s3_host.h"
 #include "support/repo_cli.h"
@@ -87,16 +86,7 @@ std::map<std::string, uint64_t> Packs(const std::string& url) {
 
 // A number the host's cache catalog holds (SELECT of one integer).
 int64_t CacheCount(const S3Host& host, const std::string& sql) {
-  sqlite3* db = nullptr;
-  const std::string path = host.cache + "/catalog.db";
-  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  const int64_t n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
+  return testing::SqlInt(host.cache + "/catalog.db", sql);
 }
 
 }  // namespace
