@@ -287,6 +287,7 @@ Result<std::unique_ptr<pipeline::Repository>> OpenRepository(const RepoFlags& fl
   lock.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
   lock.wait_setting = flags.lock_wait_setting;
   lock.on_note = [](const std::string& line) { PrintWarning(line); };
+  lock.on_info = [](const std::string& line) { PrintInfo(line); };
   WB_ASSIGN_OR_RETURN(pipeline::RepositoryConfig config, pipeline::Repository::ReadConfig(path));
   const pipeline::TrustAnchorStore anchors(pipeline::DefaultSecurityDir());
   const std::string location = pipeline::CanonicalLocation(path);

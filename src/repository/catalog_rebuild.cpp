@@ -24,6 +24,7 @@
 #include "common/unique_fd.h"
 #include "common/units.h"
 #include "repository/head.h"
+#include "repository/internal/rebuilder.h"
 #include "repository/pack_record.h"
 #include "repository/record.h"
 #include "repository/snapshot_record.h"
@@ -32,13 +33,7 @@
 namespace wanbackup::pipeline {
 namespace {
 
-using PackFile = StoredPack;
-
-struct Location {
-  const PackReader* pack = nullptr;
-  uint64_t offset = 0;
-  uint32_t stored_size = 0;
-};
+using internal::PackFile;
 
 size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
   switch (kind) {
@@ -55,69 +50,6 @@ size_t MaxRawSize(RecordKind kind, uint32_t chunk_size) {
   }
   return 0;
 }
-
-class Rebuilder {
- public:
-  Rebuilder(Repository& repo, const RebuildOptions& options)
-      : repo_(repo), options_(options), codec_(repo.keys(), 0) {}
-
-  Result<RebuildReport> Run();
-
- private:
-  // Corruption when the old catalog, if it can still be read, names packs not in `packs`.
-  Status CheckNoneMissing(const std::vector<PackFile>& packs) const;
-  std::vector<std::string> MissingPacks(const std::vector<PackFile>& packs);
-  std::vector<std::string> MissingRecords() const;
-  Status IndexPack(const PackFile& pack);
-  // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
-  void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
-  // Rebuilds the sealed snapshots that come back into the catalog; `rebuilt` lists them.
-  Status RebuildSnapshots(std::vector<HeadEntry>* rebuilt);
-  // Whether the newest head in the packs lists `e`.
-  bool Listed(const HeadEntry& e) const;
-  // Makes the catalog's head the newest in the packs, or, when it lists snapshots that were not
-  // rebuilt, a new head listing `rebuilt` (catalog_rebuild.h, RebuildReport::lost).
-  Status SettleHead(const std::vector<HeadEntry>& rebuilt);
-  Status WriteHead(const SealedHead& head);
-  // False when the record was damaged (reported): its header's size cannot be trusted then.
-  Result<bool> IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
-                           uint64_t offset, const RecordHeader& h);
-  // A chunk record indexed from its header alone (RebuildOptions::cache).
-  Result<bool> IndexChunkHeader(int64_t pack_id, uint64_t offset, const RecordHeader& h);
-  Status AddSnapshot(int64_t record_id, const SnapshotRecord& r);
-  Result<std::vector<Digest>> LoadSegment(const Digest& digest);
-
-  Repository& repo_;
-  const RebuildOptions& options_;
-  RecordCodec codec_;
-  std::unique_ptr<catalog::Catalog> catalog_;
-  RebuildReport report_;
-  std::vector<std::unique_ptr<PackReader>> readers_;
-  std::unordered_map<Digest, Location, DigestHash> segments_;
-  struct Sealed {
-    int64_t row = 0;  // the record's chunks row
-    Digest digest{};  // the record's digest (what a forget record names)
-    std::string where;
-    SnapshotRecord record;
-  };
-  // A snapshot that shares its number with another, sealed again under a new one.
-  Status Renumber(const Sealed& s, std::vector<HeadEntry>* rebuilt);
-  struct SealedRow {
-    Digest digest{};
-    int64_t row = 0;  // its chunks row in the new catalog
-  };
-  Result<std::vector<SealedRow>> AppendRecords(
-      const std::vector<std::pair<RecordKind, std::string>>& records);
-  std::vector<Sealed> sealed_;                         // in pack order
-  std::unordered_set<Digest, DigestHash> forgotten_;   // forget records' digests
-  int64_t max_id_ = 0;                                 // largest snapshot id seen
-  std::set<int64_t> seen_ids_;                         // of sealed and forget records
-  std::vector<HeadEntry> lost_entries_;                // the newest head's, not rebuilt
-  std::vector<std::string> old_missing_records_;       // the old catalog's kMissingRecords
-  std::optional<std::pair<HeadRecord, Digest>> head_;  // the newest head seen
-  std::vector<uint8_t> record_, plain_;
-  uint64_t bytes_done_ = 0, bytes_total_ = 0;
-};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -140,6 +72,33 @@ uint64_t NextHeader(const PackReader& reader, uint64_t from, uint64_t end) {
     }
   }
   return end;
+}
+
+// Counts the reads of the pack it wraps (RebuildReport::reads, bytes_read): on S3, one ranged
+// GET each.
+class CountingReader final : public PackReader {
+ public:
+  CountingReader(std::unique_ptr<PackReader> inner, RebuildReport* report)
+      : inner_(std::move(inner)), report_(report) {}
+  Status ReadAt(uint64_t offset, uint8_t* data, size_t size) const override {
+    ++report_->reads;
+    report_->bytes_read += size;
+    return inner_->ReadAt(offset, data, size);
+  }
+  Result<uint64_t> Size() const override { return inner_->Size(); }
+
+ private:
+  std::unique_ptr<PackReader> inner_;
+  RebuildReport* report_;
+};
+
+}  // namespace
+
+namespace internal {
+
+Result<std::unique_ptr<PackReader>> Rebuilder::OpenPack(const std::string& name) {
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, repo_.packs().Open(name));
+  return std::unique_ptr<PackReader>(std::make_unique<CountingReader>(std::move(opened), &report_));
 }
 
 Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
@@ -177,7 +136,7 @@ Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& read
   c.raw_size = read->raw_size;
   WB_ASSIGN_OR_RETURN(const int64_t id, catalog_->AddChunk(c));
   if (read->kind == RecordKind::kMapSegment) {
-    segments_[read->digest] = Location{&reader, offset, read->stored_size};
+    segments_[read->digest] = RecordLocation{&reader, offset, read->stored_size};
   } else {
     NoteSealed(*read, id, where());
   }
@@ -243,20 +202,30 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
   }
 }
 
-Status Rebuilder::IndexPack(const PackFile& pack) {
+Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t from) {
   const std::string path = repo_.packs().Describe(pack.name);
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, repo_.packs().Open(pack.name));
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, OpenPack(pack.name));
   readers_.push_back(std::move(opened));
   const PackReader& reader = *readers_.back();
   if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
+    if (known_id != 0) {  // the catalog indexes records of it: a full rebuild leaves them out
+      needs_full_ = true;
+      needs_full_why_ = s.message();
+      return Status::Ok();
+    }
     report_.problems.push_back(s.message() + "; left out");
     bytes_done_ += pack.size;
     return Status::Ok();
   }
-  WB_ASSIGN_OR_RETURN(const int64_t pack_id, catalog_->AddPack(pack.name));
+  int64_t pack_id = known_id;
+  if (pack_id == 0) {
+    WB_ASSIGN_OR_RETURN(pack_id, catalog_->AddPack(pack.name));
+  } else {
+    ++report_.packs_grown;
+  }
   ++report_.packs;
-  uint64_t offset = kPackHeaderSize;
-  uint64_t end = kPackHeaderSize;  // after the last whole record
+  uint64_t offset = from;
+  uint64_t end = from;  // after the last whole record
   while (offset + kRecordHeaderSize <= pack.size) {
     uint8_t bytes[kRecordHeaderSize];
     WB_RETURN_IF_ERROR(reader.ReadAt(offset, bytes, sizeof bytes));
@@ -292,11 +261,22 @@ Status Rebuilder::IndexPack(const PackFile& pack) {
 
 Result<std::vector<Digest>> Rebuilder::LoadSegment(const Digest& digest) {
   auto it = segments_.find(digest);
-  if (it == segments_.end()) return Status::NotFound("a map segment is missing from the packs");
-  const Location& l = it->second;
-  WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*l.pack, l.offset, l.stored_size, &record_));
-  plain_.resize(h.raw_size);
-  WB_RETURN_IF_ERROR(codec_.Open(h, record_.data() + kRecordHeaderSize, plain_.data()));
+  if (it != segments_.end()) {
+    const RecordLocation& l = it->second;
+    WB_ASSIGN_OR_RETURN(RecordHeader h, ReadRecordAt(*l.pack, l.offset, l.stored_size, &record_));
+    plain_.resize(h.raw_size);
+    WB_RETURN_IF_ERROR(codec_.Open(h, record_.data() + kRecordHeaderSize, plain_.data()));
+    return DecodeMapSegment(plain_.data(), plain_.size());
+  }
+  // An incremental refresh: a segment the catalog indexed before (a snapshot of an unchanged
+  // source seals the same segments again, and a copy is indexed once).
+  std::optional<int64_t> row;
+  if (!indexed_names_.empty()) {
+    WB_ASSIGN_OR_RETURN(row, catalog_->FindChunk(digest));
+  }
+  if (!row) return Status::NotFound("a map segment is missing from the packs");
+  WB_ASSIGN_OR_RETURN(const catalog::ChunkRecord c, catalog_->GetChunk(*row));
+  WB_RETURN_IF_ERROR(ReadIndexed(c, RecordKind::kMapSegment, kMaxMapSegmentSize));
   return DecodeMapSegment(plain_.data(), plain_.size());
 }
 
@@ -637,6 +617,12 @@ Status Rebuilder::SettleHead(const std::vector<HeadEntry>& rebuilt) {
       lost_entries_.push_back(e);
     }
   }
+  if (options_.cache && report_.lost.empty()) {  // more than the head lists (a refresh's rows)
+    return Status::Corruption(
+        "the catalog cache cannot be refreshed: it lists snapshots the repository's newest head "
+        "does not; 'wanbackup repair catalog --repo " +
+        repo_.path() + "' rebuilds it");
+  }
   if (options_.cache) {
     return Status::Corruption(
         "the catalog cache cannot be rebuilt: the repository's newest head lists snapshot " +
@@ -671,10 +657,10 @@ Status Rebuilder::WriteHead(const SealedHead& head) {
   return IndexHead(*catalog_, head, pack_id, offset);
 }
 
-}  // namespace
+}  // namespace internal
 
 Result<RebuildReport> RebuildCatalog(Repository& repo, const RebuildOptions& options) {
-  Rebuilder r(repo, options);
+  internal::Rebuilder r(repo, options);
   return r.Run();
 }
 

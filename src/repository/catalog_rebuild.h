@@ -21,7 +21,15 @@
 namespace wanbackup::pipeline {
 
 struct RebuildReport {
-  uint64_t packs = 0;
+  uint64_t packs = 0;        // packs indexed (an incremental refresh: new and grown ones)
+  uint64_t packs_grown = 0;  // of them, packs indexed before whose new tail was indexed
+  // What was read from the packs: reads (on S3 each one ranged GET) and their bytes.
+  uint64_t reads = 0;
+  uint64_t bytes_read = 0;
+  // An S3 cache refreshed incrementally (cache_refresh.h); else rebuilt whole, and
+  // `full_because` says why when an incremental refresh was planned but did not fit.
+  bool incremental = false;
+  std::string full_because;
   uint64_t records = 0;            // authenticated records indexed
   uint64_t duplicates = 0;         // records whose digest an earlier record already had
   uint64_t damaged_records = 0;    // failed authentication; left out

@@ -35,6 +35,9 @@ struct LockOptions {
   std::string wait_setting = "--lock-wait";  // where the user sets `wait` (named on giving up)
   // Told one line per stale lock that was ignored and removed (S3 lock objects, s3_lock.h).
   std::function<void(const std::string&)> on_note;
+  // Told one line of information about what opening did (an S3 repository's catalog cache
+  // refreshed: how, and what it read; cache_refresh.h).
+  std::function<void(const std::string&)> on_info;
 };
 
 class RepoLock {

@@ -93,8 +93,8 @@ class Repository {
   // `path` may be an S3 URL (s3:http[s]://HOST[:PORT]/BUCKET[/PREFIX], store/s3_url.h): then
   // config.json and the packs are objects, and the catalog is a cache in `cache_dir` (empty:
   // DefaultCacheDir of the repository's id), rebuilt from the packs when it lacks what the store
-  // holds (repository_cache.cpp; docs/format.md, "A repository on S3"). The lock files are the
-  // cache directory's.
+  // holds, incrementally when it only lacks new packs (cache_refresh.h; docs/format.md, "A
+  // repository on S3"). The lock files are the cache directory's.
   static Result<std::unique_ptr<Repository>> Open(const std::string& path,
                                                   const Credentials& credentials, OpenMode mode,
                                                   const LockOptions& lock = {},
@@ -174,7 +174,7 @@ class Repository {
                                                     const LockOptions& lock,
                                                     const std::string& cache_dir);
   // Opens (or makes) the cache's catalog, refreshed from the packs when it can be
-  // (repository_cache.cpp).
+  // (cache_refresh.h).
   Status OpenCache(OpenMode mode, const LockOptions& lock);
   // Writes config.json (atomically in a directory; one PUT on S3).
   Status WriteConfigFile(const RepositoryConfig& config);

@@ -1,6 +1,7 @@
 // A repository on S3 (docs/format.md, "A repository on S3"): config.json and the packs are
-// objects; the catalog is a cache in a local directory, rebuilt from the packs' sealed records
-// whenever it lacks what the store holds; the lock files are the cache directory's.
+// objects; the catalog is a cache in a local directory, refreshed from the packs' sealed records
+// whenever it lacks what the store holds (cache_refresh.h); the lock files are the cache
+// directory's.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -8,8 +9,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <map>
 
+#include "repository/cache_refresh.h"
 #include "repository/catalog_rebuild.h"
 #include "repository/internal/config_json.h"
 #include "repository/repository.h"
@@ -37,24 +38,16 @@ Status MakeCacheDirs(const std::string& dir) {
   return Status::Ok();
 }
 
-// Whether the store holds a pack the catalog does not name, or the catalog names one the store
-// no longer holds (another host wrote or pruned since the cache was made), or a pack is larger
-// in the store than the catalog knows it: a pack is uploaded with its header alone when it is
-// made and whole when it is closed, so a cache rebuilt in between (another host's snapshot was
-// running) knows the header only, while the pack now holds that snapshot — which such a cache
-// would not list, and its prune would remove with the pack.
-Result<bool> CacheIsStale(catalog::Catalog& cat, PackStore& store) {
+// What the cache must do to follow the store: nothing, when it names every pack the store holds
+// and none is larger in the store than it knows it. Another host that wrote adds packs; one that
+// pruned removes some; and a pack is uploaded with its header alone when it is made and whole
+// when it is closed, so a cache refreshed in between (another host's snapshot was running) knows
+// the header only, while the pack now holds that snapshot — which such a cache would not list,
+// and its prune would remove with the pack.
+Result<CacheRefreshPlan> PlanRefresh(catalog::Catalog& cat, PackStore& store) {
   WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, store.List());
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> known, cat.Packs());
-  if (stored.size() != known.size()) return true;
-  std::map<std::string, uint64_t> sizes;
-  for (const catalog::PackInfo& p : known)
-    sizes[p.name] = p.size;
-  for (const StoredPack& p : stored) {
-    const auto k = sizes.find(p.name);
-    if (k == sizes.end() || p.size > k->second) return true;
-  }
-  return false;
+  return PlanCacheRefresh(known, stored);
 }
 
 }  // namespace
@@ -152,10 +145,10 @@ Result<std::unique_ptr<Repository>> Repository::OpenS3(const std::string& url,
 }
 
 // Every process that uses the cache holds CACHE/refresh.lock shared while it runs; the cache's
-// catalog is rebuilt (a new file renamed over it) only under the exclusive lock, so never under
-// a process that has it open. A process that cannot have the exclusive lock (another command on
-// this host is running) uses the catalog as it is, unless it must write to the repository and
-// the catalog lacks packs the store holds.
+// catalog is refreshed (in one transaction) or rebuilt (a new file renamed over it) only under
+// the exclusive lock, so never under a process that has it open. A process that cannot have the
+// exclusive lock (another command on this host is running) uses the catalog as it is, unless it
+// must write to the repository and the catalog lacks packs the store holds.
 Status Repository::OpenCache(OpenMode mode, const LockOptions& lock) {
   const std::string lock_path = cache_dir_ + "/" + kRefreshLock;
   cache_lock_fd_ =
@@ -171,17 +164,19 @@ Status Repository::OpenCache(OpenMode mode, const LockOptions& lock) {
   }
   struct stat st {};
   if (alone) {
-    bool rebuild = ::stat(CatalogPath().c_str(), &st) != 0;
-    if (!rebuild) {
+    CacheRefreshPlan plan;
+    if (::stat(CatalogPath().c_str(), &st) != 0) {
+      plan.kind = CacheRefreshPlan::Kind::kFull;
+      plan.why = "there was none";
+    } else {
       WB_RETURN_IF_ERROR(OpenCatalog());
       WB_RETURN_IF_ERROR(CheckSettings());
-      WB_ASSIGN_OR_RETURN(rebuild, CacheIsStale(*catalog_, *store_));
+      WB_ASSIGN_OR_RETURN(plan, PlanRefresh(*catalog_, *store_));
       catalog_.reset();
     }
-    if (rebuild) {
-      RebuildOptions options;
-      options.cache = true;
-      WB_RETURN_IF_ERROR(RebuildCatalog(*this, options).status());
+    if (plan.kind != CacheRefreshPlan::Kind::kFresh) {
+      WB_ASSIGN_OR_RETURN(const RebuildReport refreshed, RefreshCacheCatalog(*this, plan));
+      if (lock.on_info) lock.on_info(DescribeCacheRefresh(refreshed));
     }
     // From exclusive to shared (not atomic: another process may rebuild in between, and the
     // catalog is opened only after).
@@ -194,8 +189,10 @@ Status Repository::OpenCache(OpenMode mode, const LockOptions& lock) {
   WB_RETURN_IF_ERROR(OpenCatalog());
   WB_RETURN_IF_ERROR(CheckSettings());
   if (mode != OpenMode::kRead) {
-    WB_ASSIGN_OR_RETURN(const bool stale, CacheIsStale(*catalog_, *store_));
-    if (stale) return Status::Busy(busy + "; try again when it ends");
+    WB_ASSIGN_OR_RETURN(const CacheRefreshPlan plan, PlanRefresh(*catalog_, *store_));
+    if (plan.kind != CacheRefreshPlan::Kind::kFresh) {
+      return Status::Busy(busy + "; try again when it ends");
+    }
   }
   return Status::Ok();
 }

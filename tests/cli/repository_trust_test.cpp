@@ -18,23 +18,12 @@ using wanbackup::testing::RunResult;
 using wanbackup::testing::SameFile;
 using wanbackup::testing::Scribble;
 using wanbackup::testing::Sql;
+using wanbackup::testing::SqlInt;
 using wanbackup::testing::TempDir;
 using wanbackup::testing::TreeContents;
 using wanbackup::testing::WriteNoiseImage;
 
 namespace {
-
-int64_t SqlInt(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  const int64_t v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
-}
 
 // The ids in snapshot `id`'s (single) catalog map segment.
 std::vector<int64_t> MapIds(const std::string& db_path, int64_t id) {

@@ -40,6 +40,7 @@ using wanbackup::testing::S3Host;
 using wanbackup::testing::S3ObjectsAt;
 using wanbackup::testing::SameFile;
 using wanbackup::testing::TempDir;
+using wanbackup::testing::WaitStopped;
 
 namespace {
 
@@ -67,10 +68,7 @@ void WriteCrashVersion(const std::string& path, int v) {
 
 // The ids of the complete snapshots the host lists.
 std::set<int64_t> CrashSnapshotIds(const S3Host& host) {
-  std::set<int64_t> ids;
-  for (const auto& s : nlohmann::json::parse(host.Ok({"snapshots", "--json"}).out))
-    ids.insert(s["id"].get<int64_t>());
-  return ids;
+  return host.SnapshotIds();
 }
 
 std::set<int64_t> IdsOf(const std::map<int64_t, int>& kept) {
@@ -363,21 +361,6 @@ void KillLabGateway() {
   for (int i = 0; i < 500 && runs_radosgw(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE_FALSE(runs_radosgw());
-}
-
-// True once process `pid` is stopped (a pausepoint's SIGSTOP); false after 60 s.
-bool WaitStopped(pid_t pid) {
-  for (int i = 0; i < 3000; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const size_t paren = line.rfind(')');
-    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'T') {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
 }
 
 // A snapshot under a gateway restart either completed (one new snapshot, of `version`) or

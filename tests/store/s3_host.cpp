@@ -1,6 +1,9 @@
 #include "store/s3_host.h"
 
+#include <chrono>
 #include <ctime>
+#include <fstream>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -48,6 +51,13 @@ size_t S3Host::SnapshotCount() const {
   return nlohmann::json::parse(Ok({"snapshots", "--json"}).out).size();
 }
 
+std::set<int64_t> S3Host::SnapshotIds() const {
+  std::set<int64_t> ids;
+  for (const auto& s : nlohmann::json::parse(Ok({"snapshots", "--json"}).out))
+    ids.insert(s["id"].get<int64_t>());
+  return ids;
+}
+
 std::string NewS3RepoUrl() {
   return S3Lab::Get().NewLocation().ToString();
 }
@@ -70,6 +80,32 @@ void PlantS3Lock(const std::string& url, const std::string& kind, int64_t age_s)
               ->Upload(loc->Key("locks/" + kind + "-planted.json"),
                        reinterpret_cast<const uint8_t*>(text.data()), text.size())
               .ok());
+}
+
+void RemoveS3Object(const std::string& url, const std::string& key) {
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
+  pipeline::internal::S3Request r;
+  r.method = pipeline::internal::S3Request::Method::kDelete;
+  r.key = key;
+  REQUIRE((*client)->RunOne(&r, "removing " + key).ok());
+}
+
+bool WaitStopped(pid_t pid) {
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'T') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url) {

@@ -3,8 +3,11 @@
 // a listing of the objects under a repository's prefix. Not thread-safe; one per test.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,8 @@ struct S3Host {
   // As Wb, and REQUIREs exit 0 (printing the output when not).
   RunResult Ok(std::vector<std::string> args) const;
   size_t SnapshotCount() const;
+  // The ids of the complete snapshots it lists.
+  std::set<int64_t> SnapshotIds() const;
 
   std::string cache, security, key, url;
 };
@@ -34,6 +39,12 @@ std::string NewS3RepoUrl();
 // Writes a lock object `kind` ("shared", "writer", "exclusive") as a wanbackup on another host
 // ("other-host", pid 4242) would, refreshed `age_s` seconds ago; a second call replaces it.
 void PlantS3Lock(const std::string& url, const std::string& kind, int64_t age_s);
+
+// True once process `pid` is stopped (a pausepoint's SIGSTOP); false after 60 s.
+bool WaitStopped(pid_t pid);
+
+// Removes the object `key` (a key S3ObjectsAt names) from the lab's bucket.
+void RemoveS3Object(const std::string& url, const std::string& key);
 
 // Every object under the location's prefix, with its size: equal before and after = nothing
 // was written.

@@ -2,6 +2,7 @@
 // the images those tests snapshot. RepoCli is not thread-safe; one per test.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,6 +71,8 @@ bool SameBytes(const std::string& copy, const std::string& original, uint64_t le
 std::string FileContents(const std::string& path);
 // Runs `sql` on the SQLite database at `db_path` (a test's tampering); fails the test on error.
 void Sql(const std::string& db_path, const std::string& sql);
+// The one integer a query (SELECT COUNT(*) …) returns from the SQLite file at `db_path`.
+int64_t SqlInt(const std::string& db_path, const std::string& sql);
 // CHECKs that the command exited `exit_code` with one line on stderr that contains `says`.
 void CheckOneLineError(const RunResult& r, int exit_code, const std::string& says);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.
