@@ -231,17 +231,22 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
   }
 }
 
+Status Rebuilder::AddReader(const std::string& name, PrefetchedReader** ahead) {
+  if (prefetch_) {
+    WB_ASSIGN_OR_RETURN(std::unique_ptr<PrefetchedReader> taken, prefetch_->Take(name));
+    *ahead = taken.get();
+    readers_.push_back(std::move(taken));
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, OpenPack(name));
+  readers_.push_back(std::move(opened));
+  return Status::Ok();
+}
+
 Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t from) {
   const std::string path = repo_.packs().Describe(pack.name);
   PrefetchedReader* ahead = nullptr;  // its headers read ahead (StartReading)
-  if (prefetch_) {
-    WB_ASSIGN_OR_RETURN(std::unique_ptr<PrefetchedReader> taken, prefetch_->Take(pack.name));
-    ahead = taken.get();
-    readers_.push_back(std::move(taken));
-  } else {
-    WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, OpenPack(pack.name));
-    readers_.push_back(std::move(opened));
-  }
+  WB_RETURN_IF_ERROR(AddReader(pack.name, &ahead));
   const PackReader& reader = *readers_.back();
   if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
     if (known_id != 0) {  // the catalog indexes records of it: a full rebuild leaves them out

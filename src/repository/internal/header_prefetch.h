@@ -82,8 +82,8 @@ class HeaderPrefetch {
   const size_t window_;
   std::mutex mu_;
   std::condition_variable changed_;
-  size_t next_ = 0;   // GUARDED_BY(mu_): the next job a worker starts
-  size_t taken_ = 0;  // GUARDED_BY(mu_): jobs taken so far
+  size_t next_ = 0;                // GUARDED_BY(mu_): the next job a worker starts
+  size_t taken_ = 0;               // GUARDED_BY(mu_): jobs taken so far
   std::atomic<bool> stop_{false};  // read by the workers between their reads
   std::vector<std::optional<Result<std::unique_ptr<PrefetchedReader>>>> done_;  // GUARDED_BY(mu_)
   std::vector<std::thread> workers_;

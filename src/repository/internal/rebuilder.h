@@ -72,6 +72,9 @@ class Rebuilder {
   // The store's reader of pack `name`, counting what is read through it (RebuildReport::reads).
   // Thread-safe (HeaderPrefetch's workers call it).
   Result<std::unique_ptr<PackReader>> OpenPack(const std::string& name);
+  // Appends the reader IndexPack walks pack `name` with to readers_: the one its headers were
+  // read ahead through (also in *ahead) when StartReading started, else a new one.
+  Status AddReader(const std::string& name, PrefetchedReader** ahead);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
   // Rebuilds the sealed snapshots that come back into the catalog; `rebuilt` lists them.
