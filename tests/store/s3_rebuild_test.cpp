@@ -32,8 +32,9 @@ std::map<std::string, std::string> CatalogRows(const S3Host& host) {
   std::map<std::string, std::string> rows;
   for (const auto& [table, columns] : std::map<std::string, std::string>{
            {"packs", "id||' '||name||' '||size"},
-           {"chunks", "id||' '||hex(digest)||' '||pack_id||' '||offset||' '||stored_size||' '||"
-                      "raw_size"},
+           {"chunks",
+            "id||' '||hex(digest)||' '||pack_id||' '||offset||' '||stored_size||' '||"
+            "raw_size"},
            {"snapshots", "id||' '||source||' '||size_bytes||' '||status||' '||chunks_total"}}) {
     rows[table] = testing::SqlText(db, "SELECT group_concat(r, ';') FROM (SELECT " + columns +
                                            " AS r FROM " + table + " ORDER BY rowid)");
