@@ -28,21 +28,23 @@ const std::map<std::string, std::string> kSequential = {{"WANBACKUP_TEST_PACK_RE
 // Every row of the cache's catalog that a rebuild makes (a pack's creation time aside), in id
 // order, as one text per table.
 std::map<std::string, std::string> CatalogRows(const S3Host& host) {
-  const std::string db = host.cache + "/catalog.db";
   std::map<std::string, std::string> rows;
-  for (const auto& [table, columns] : std::map<std::string, std::string>{
-           {"packs", "id||' '||name||' '||size"},
+  for (const auto& [table, query] : std::map<std::string, std::string>{
+           {"packs", "id||' '||name||' '||size AS r FROM packs ORDER BY id"},
            {"chunks",
-            "id||' '||hex(digest)||' '||pack_id||' '||offset||' '||stored_size||' '||"
-            "raw_size"},
-           {"snapshots", "id||' '||source||' '||size_bytes||' '||status||' '||chunks_total"}}) {
-    rows[table] = testing::SqlText(db, "SELECT group_concat(r, ';') FROM (SELECT " + columns +
-                                           " AS r FROM " + table + " ORDER BY rowid)");
+            "id||' '||hex(digest)||' '||pack_id||' '||offset||' '||stored_size||' '||raw_size "
+            "AS r FROM chunks ORDER BY id"},
+           {"snapshots",
+            "id||' '||source||' '||size_bytes||' '||status||' '||chunks_total AS r FROM "
+            "snapshots ORDER BY id"},
+           {"snapshot_maps",
+            "snapshot_id||' '||first_index||' '||count||' '||hex(encoded) AS r FROM "
+            "snapshot_maps ORDER BY snapshot_id, first_index"}}) {
+    std::string sql = "SELECT group_concat(r, ';') FROM (SELECT ";
+    sql += query;
+    sql += ")";
+    rows[table] = testing::SqlText(host.cache + "/catalog.db", sql);
   }
-  rows["snapshot_maps"] = testing::SqlText(  // WITHOUT ROWID
-      db,
-      "SELECT group_concat(r, ';') FROM (SELECT snapshot_id||' '||first_index||' '||count||' '||"
-      "hex(encoded) AS r FROM snapshot_maps ORDER BY snapshot_id, first_index)");
   return rows;
 }
 
