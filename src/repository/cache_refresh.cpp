@@ -89,6 +89,12 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
   WB_ASSIGN_OR_RETURN(const int64_t listed_before, CatalogHighestListedId(*catalog_));
   const int64_t highest_before =
       std::max<int64_t>(listed_before, std::max<int64_t>(0, std::atoll(floor.c_str())));
+  std::vector<HeaderPrefetch::Job> jobs;
+  for (const StoredPack& p : plan.added)
+    jobs.push_back({p.name, p.size, kPackHeaderSize});
+  for (const GrownPack& g : plan.grown)
+    jobs.push_back({g.pack.name, g.pack.size, g.known_size});
+  StartReading(std::move(jobs));
   for (const StoredPack& p : plan.added) {
     WB_RETURN_IF_ERROR(IndexPack(p));
     WB_FAILPOINT("cache-refresh.after-pack");
@@ -97,6 +103,7 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
     WB_RETURN_IF_ERROR(IndexPack(g.pack, g.id, g.known_size));
     WB_FAILPOINT("cache-refresh.after-pack");
   }
+  prefetch_.reset();
   if (needs_full_) {
     *why = needs_full_why_;
     return std::optional<RebuildReport>();
@@ -108,7 +115,7 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
   WB_RETURN_IF_ERROR(txn->Commit());
   catalog_.reset();
   report_.incremental = true;
-  return std::optional<RebuildReport>(report_);
+  return std::optional<RebuildReport>(Report());
 }
 
 Result<bool> Rebuilder::SeedHead() {

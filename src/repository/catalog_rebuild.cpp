@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -75,22 +77,29 @@ uint64_t NextHeader(const PackReader& reader, uint64_t from, uint64_t end) {
 }
 
 // Counts the reads of the pack it wraps (RebuildReport::reads, bytes_read): on S3, one ranged
-// GET each.
+// GET each, whichever thread makes it.
 class CountingReader final : public PackReader {
  public:
-  CountingReader(std::unique_ptr<PackReader> inner, RebuildReport* report)
-      : inner_(std::move(inner)), report_(report) {}
+  CountingReader(std::unique_ptr<PackReader> inner, std::atomic<uint64_t>* reads,
+                 std::atomic<uint64_t>* bytes)
+      : inner_(std::move(inner)), reads_(reads), bytes_(bytes) {}
   Status ReadAt(uint64_t offset, uint8_t* data, size_t size) const override {
-    ++report_->reads;
-    report_->bytes_read += size;
+    ++*reads_;
+    *bytes_ += size;
     return inner_->ReadAt(offset, data, size);
   }
   Result<uint64_t> Size() const override { return inner_->Size(); }
 
  private:
   std::unique_ptr<PackReader> inner_;
-  RebuildReport* report_;
+  std::atomic<uint64_t>* reads_;
+  std::atomic<uint64_t>* bytes_;
 };
+
+// Object storage: packs whose record headers are read at once (each read a round trip), and
+// how many packs' headers may wait in memory for the indexing.
+constexpr size_t kRemotePackReads = 16;
+constexpr size_t kRemotePacksAhead = 64;
 
 }  // namespace
 
@@ -98,7 +107,27 @@ namespace internal {
 
 Result<std::unique_ptr<PackReader>> Rebuilder::OpenPack(const std::string& name) {
   WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, repo_.packs().Open(name));
-  return std::unique_ptr<PackReader>(std::make_unique<CountingReader>(std::move(opened), &report_));
+  return std::unique_ptr<PackReader>(
+      std::make_unique<CountingReader>(std::move(opened), &reads_, &bytes_read_));
+}
+
+void Rebuilder::StartReading(std::vector<HeaderPrefetch::Job> jobs) {
+  prefetch_.reset();
+  size_t threads = kRemotePackReads;
+  // Tests compare the catalog built with headers read ahead against the sequential walk's (0).
+  if (const char* n = std::getenv("WANBACKUP_TEST_PACK_READERS"); n != nullptr && *n != '\0') {
+    threads = std::strtoul(n, nullptr, 10);
+  }
+  if (!repo_.remote() || jobs.empty() || threads == 0) return;
+  prefetch_ = std::make_unique<HeaderPrefetch>(
+      std::move(jobs), [this](const std::string& name) { return OpenPack(name); }, threads,
+      kRemotePacksAhead);
+}
+
+const RebuildReport& Rebuilder::Report() {
+  report_.reads = reads_;
+  report_.bytes_read = bytes_read_;
+  return report_;
 }
 
 Result<bool> Rebuilder::IndexRecord(const PackFile& pack, const PackReader& reader, int64_t pack_id,
@@ -202,10 +231,22 @@ void Rebuilder::NoteSealed(const RecordHeader& read, int64_t id, const std::stri
   }
 }
 
+Status Rebuilder::AddReader(const std::string& name, PrefetchedReader** ahead) {
+  if (prefetch_) {
+    WB_ASSIGN_OR_RETURN(std::unique_ptr<PrefetchedReader> taken, prefetch_->Take(name));
+    *ahead = taken.get();
+    readers_.push_back(std::move(taken));
+    return Status::Ok();
+  }
+  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, OpenPack(name));
+  readers_.push_back(std::move(opened));
+  return Status::Ok();
+}
+
 Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t from) {
   const std::string path = repo_.packs().Describe(pack.name);
-  WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> opened, OpenPack(pack.name));
-  readers_.push_back(std::move(opened));
+  PrefetchedReader* ahead = nullptr;  // its headers read ahead (StartReading)
+  WB_RETURN_IF_ERROR(AddReader(pack.name, &ahead));
   const PackReader& reader = *readers_.back();
   if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
     if (known_id != 0) {  // the catalog indexes records of it: a full rebuild leaves them out
@@ -253,6 +294,7 @@ Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t fro
     if (options_.on_progress) options_.on_progress(bytes_done_ + offset, bytes_total_);
   }
   offset = end;
+  if (ahead != nullptr) ahead->Forget();
   // What follows the last whole record was being written when a run was interrupted.
   report_.torn_bytes += pack.size - offset;
   bytes_done_ += pack.size;
@@ -455,8 +497,13 @@ Result<RebuildReport> Rebuilder::Run() {
     if (!made.valid()) return Status::FromErrno(errno, "creating " + built);
     WB_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Open(built, true));
     WB_ASSIGN_OR_RETURN(auto txn, catalog_->Begin());
+    std::vector<HeaderPrefetch::Job> jobs;
+    for (const PackFile& p : packs)
+      jobs.push_back({p.name, p.size, kPackHeaderSize});
+    StartReading(std::move(jobs));
     for (const PackFile& p : packs)
       WB_RETURN_IF_ERROR(IndexPack(p));
+    prefetch_.reset();
     std::vector<HeadEntry> rebuilt;
     WB_RETURN_IF_ERROR(RebuildSnapshots(&rebuilt));
     // New snapshots get ids above every id ever used, forgotten ones included.
@@ -479,11 +526,11 @@ Result<RebuildReport> Rebuilder::Run() {
   }
   if (options_.cache) {
     WB_RETURN_IF_ERROR(repo_.InstallCacheCatalog(built));
-    return report_;
+    return Report();
   }
   WB_RETURN_IF_ERROR(repo_.InstallCatalog(built, &report_.old_catalog));
   if (report_.new_head) repo_.HeadCommitted(report_.head_counter);
-  return report_;
+  return Report();
 }
 
 bool Rebuilder::Listed(const HeadEntry& e) const {

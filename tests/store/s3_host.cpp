@@ -1,5 +1,6 @@
 #include "store/s3_host.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -94,6 +95,25 @@ void RemoveS3Object(const std::string& url, const std::string& key) {
   REQUIRE((*client)->RunOne(&r, "removing " + key).ok());
 }
 
+void ScribbleS3Object(const std::string& url, const std::string& key, uint64_t size,
+                      uint64_t offset, const std::string& text) {
+  REQUIRE(offset + text.size() <= size);
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
+  std::vector<uint8_t> bytes(size);
+  pipeline::internal::S3Request r;
+  r.key = key;
+  r.range_out = bytes.data();
+  r.range_offset = 0;
+  r.range_size = size;
+  REQUIRE((*client)->RunOne(&r, "reading " + key).ok());
+  std::copy(text.begin(), text.end(), bytes.begin() + static_cast<ptrdiff_t>(offset));
+  REQUIRE((*client)->Upload(key, bytes.data(), bytes.size()).ok());
+}
+
 bool WaitStopped(pid_t pid) {
   for (int i = 0; i < 3000; ++i) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -120,6 +140,14 @@ std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url) {
   for (const auto& o : *listed)
     out[o.key] = o.size;
   return out;
+}
+
+std::map<std::string, uint64_t> S3PacksAt(const std::string& url) {
+  std::map<std::string, uint64_t> packs;
+  for (const auto& [key, size] : S3ObjectsAt(url)) {
+    if (key.find("/packs/") != std::string::npos) packs[key] = size;
+  }
+  return packs;
 }
 
 }  // namespace wanbackup::testing

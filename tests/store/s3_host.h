@@ -46,8 +46,15 @@ bool WaitStopped(pid_t pid);
 // Removes the object `key` (a key S3ObjectsAt names) from the lab's bucket.
 void RemoveS3Object(const std::string& url, const std::string& key);
 
+// Overwrites `text` at `offset` of the object `key` (a key S3ObjectsAt names, of `size` bytes):
+// a pack damaged in the bucket.
+void ScribbleS3Object(const std::string& url, const std::string& key, uint64_t size,
+                      uint64_t offset, const std::string& text);
+
 // Every object under the location's prefix, with its size: equal before and after = nothing
 // was written.
 std::map<std::string, uint64_t> S3ObjectsAt(const std::string& url);
+// The pack objects among them.
+std::map<std::string, uint64_t> S3PacksAt(const std::string& url);
 
 }  // namespace wanbackup::testing

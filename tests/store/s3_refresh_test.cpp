@@ -25,7 +25,7 @@ using wanbackup::testing::NewS3RepoUrl;
 using wanbackup::testing::RunOptions;
 using wanbackup::testing::RunResult;
 using wanbackup::testing::S3Host;
-using wanbackup::testing::S3ObjectsAt;
+using wanbackup::testing::S3PacksAt;
 using wanbackup::testing::SameFile;
 using wanbackup::testing::TempDir;
 using wanbackup::testing::WaitStopped;
@@ -75,15 +75,6 @@ Refresh RefreshAt(const S3Host& host) {
   return *refresh;
 }
 
-// The pack objects in the bucket, by key.
-std::map<std::string, uint64_t> Packs(const std::string& url) {
-  std::map<std::string, uint64_t> packs;
-  for (const auto& [key, size] : S3ObjectsAt(url)) {
-    if (key.find("/packs/") != std::string::npos) packs[key] = size;
-  }
-  return packs;
-}
-
 // A number the host's cache catalog holds (SELECT of one integer).
 int64_t CacheCount(const S3Host& host, const std::string& sql) {
   return testing::SqlInt(host.cache + "/catalog.db", sql);
@@ -107,12 +98,12 @@ TEST_CASE(
   const Refresh first = RefreshAt(b);  // no cache yet: rebuilt whole
   INFO(first.line);
   CHECK_FALSE(first.incremental);
-  CHECK(first.packs == Packs(a.url).size());
+  CHECK(first.packs == S3PacksAt(a.url).size());
   CHECK_FALSE(RefreshOf(b.Ok({"snapshots"})).has_value());  // fresh: nothing read again
 
-  const size_t packs_before = Packs(a.url).size();
+  const size_t packs_before = S3PacksAt(a.url).size();
   a.Ok({"snapshot", dir / "v3.img"});
-  const size_t new_packs = Packs(a.url).size() - packs_before;
+  const size_t new_packs = S3PacksAt(a.url).size() - packs_before;
   REQUIRE(new_packs >= 1);
   const Refresh next = RefreshAt(b);
   INFO(next.line);
@@ -239,13 +230,13 @@ TEST_CASE(
   CHECK(b.SnapshotIds() == std::set<int64_t>{1});
 
   // Packs closed after each record: the new chunk has a pack of its own, which goes.
-  const std::map<std::string, uint64_t> before = Packs(a.url);
+  const std::map<std::string, uint64_t> before = S3PacksAt(a.url);
   RunOptions small_packs = a.Options();
   small_packs.env["WANBACKUP_TEST_PACK_SIZE"] = "256K";
   REQUIRE(testing::Local({"snapshot", dir / "two.img"}, small_packs).exit_code == 0);
   std::string largest;
   uint64_t largest_size = 0;
-  for (const auto& [key, size] : Packs(a.url)) {
+  for (const auto& [key, size] : S3PacksAt(a.url)) {
     if (before.count(key) == 0 && size > largest_size) {
       largest = key;
       largest_size = size;

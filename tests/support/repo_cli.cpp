@@ -141,6 +141,19 @@ int64_t SqlInt(const std::string& db_path, const std::string& sql) {
   return v;
 }
 
+std::string SqlText(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const unsigned char* text = sqlite3_column_text(st, 0);
+  std::string v = text == nullptr ? std::string() : reinterpret_cast<const char*>(text);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
 std::map<std::string, std::string> TreeContents(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {

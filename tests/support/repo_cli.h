@@ -73,6 +73,9 @@ std::string FileContents(const std::string& path);
 void Sql(const std::string& db_path, const std::string& sql);
 // The one integer a query (SELECT COUNT(*) …) returns from the SQLite file at `db_path`.
 int64_t SqlInt(const std::string& db_path, const std::string& sql);
+// The first column of the first row a query returns from the SQLite file at `db_path`, as
+// text (empty for NULL): a whole table's rows compared at once with group_concat.
+std::string SqlText(const std::string& db_path, const std::string& sql);
 // CHECKs that the command exited `exit_code` with one line on stderr that contains `says`.
 void CheckOneLineError(const RunResult& r, int exit_code, const std::string& says);
 // Every regular file under `dir` with its contents: equal before and after = nothing written.

@@ -5,9 +5,12 @@
 // tails of packs that grew, into the cache's own catalog (cache_refresh.cpp). One class, so that
 // both index records and judge snapshots with the same code.
 //
-// Runs on the calling thread; one Rebuilder per run.
+// Runs on the calling thread, and everything it indexes is indexed there, in pack order; on
+// object storage, worker threads read the next packs' record headers ahead (header_prefetch.h).
+// One Rebuilder per run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +26,7 @@
 #include "repository/cache_refresh.h"
 #include "repository/catalog_rebuild.h"
 #include "repository/head.h"
+#include "repository/internal/header_prefetch.h"
 #include "repository/record.h"
 #include "repository/repository.h"
 #include "repository/snapshot_record.h"
@@ -57,11 +61,20 @@ class Rebuilder {
   Status CheckNoneMissing(const std::vector<PackFile>& packs) const;
   std::vector<std::string> MissingPacks(const std::vector<PackFile>& packs);
   std::vector<std::string> MissingRecords() const;
+  // On object storage, starts reading the record headers of `jobs` ahead: IndexPack must then
+  // be called for exactly those packs, in that order. Elsewhere, does nothing.
+  void StartReading(std::vector<HeaderPrefetch::Job> jobs);
+  // report_ with what was read so far (RebuildReport::reads, bytes_read).
+  const RebuildReport& Report();
   // Indexes the records of `pack` from `from` on. `known_id`: the pack's row in the catalog
   // already (a pack that grew since it was indexed up to `from`); 0: a new row.
   Status IndexPack(const PackFile& pack, int64_t known_id = 0, uint64_t from = kPackHeaderSize);
   // The store's reader of pack `name`, counting what is read through it (RebuildReport::reads).
+  // Thread-safe (HeaderPrefetch's workers call it).
   Result<std::unique_ptr<PackReader>> OpenPack(const std::string& name);
+  // Appends the reader IndexPack walks pack `name` with to readers_: the one its headers were
+  // read ahead through (also in *ahead) when StartReading started, else a new one.
+  Status AddReader(const std::string& name, PrefetchedReader** ahead);
   // A snapshot or forget record just indexed (its plaintext in plain_): remembered for later.
   void NoteSealed(const RecordHeader& read, int64_t id, const std::string& where);
   // Rebuilds the sealed snapshots that come back into the catalog; `rebuilt` lists them.
@@ -130,6 +143,10 @@ class Rebuilder {
   std::unordered_map<int64_t, std::string> indexed_names_;
   bool needs_full_ = false;  // what IndexPack found makes the refresh a full rebuild
   std::string needs_full_why_;
+  // What the pack readers read, from any thread: Report() copies it into report_.
+  std::atomic<uint64_t> reads_{0}, bytes_read_{0};
+  // Declared last: its workers (which use the members above) stop before the rest goes.
+  std::unique_ptr<HeaderPrefetch> prefetch_;
 };
 
 }  // namespace wanbackup::pipeline::internal
