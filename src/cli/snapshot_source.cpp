@@ -11,25 +11,11 @@
 
 namespace wanbackup::cli {
 
-Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
-                                                const SnapshotRequest& request) {
-  WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(request.tuning.max_memory));
-  // The snapshotter submits whole chunks; the reader splits each into READs of the planned size
-  // (256 KiB, together one bandwidth-delay product in flight: see autotune.h).
-  WB_ASSIGN_OR_RETURN(OpenedSource opened,
-                      OpenSource(request.source, request.target, request.tuning));
-  BlockSource& source = *opened.source;
-  if (opened.remote)
-    PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
+namespace {
 
-  pipeline::SnapshotOptions options;
-  options.source_name = source.geometry().name;
-  options.tag = request.tag;
-  options.job = request.job;
-  // The pipeline's buffers are also the reader's window: the source reads into them.
-  options.max_memory = initiator::BufferBudget(max_memory);
-  options.progress_interval = request.progress_interval;
-  options.on_progress = request.on_progress;
+// The flags of the snapshot's checkpoints and uploads; unset, the store's defaults stay.
+Status ApplyCheckpointAndUpload(const SnapshotRequest& request,
+                                pipeline::SnapshotOptions& options) {
   if (!request.checkpoint_interval.empty()) {
     WB_ASSIGN_OR_RETURN(auto checkpoint, ParseDuration(request.checkpoint_interval, "s"));
     // 0 (a checkpoint after every record) stays what it always was; 0 in the options means
@@ -50,6 +36,31 @@ Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
     }
     options.upload_bytes = *bytes;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
+                                                const SnapshotRequest& request) {
+  WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(request.tuning.max_memory));
+  // The snapshotter submits whole chunks; the reader splits each into READs of the planned size
+  // (256 KiB, together one bandwidth-delay product in flight: see autotune.h).
+  WB_ASSIGN_OR_RETURN(OpenedSource opened,
+                      OpenSource(request.source, request.target, request.tuning));
+  BlockSource& source = *opened.source;
+  if (opened.remote)
+    PrintInfo("reading " + source.geometry().name + ": " + opened.tuning_explanation);
+
+  pipeline::SnapshotOptions options;
+  options.source_name = source.geometry().name;
+  options.tag = request.tag;
+  options.job = request.job;
+  // The pipeline's buffers are also the reader's window: the source reads into them.
+  options.max_memory = initiator::BufferBudget(max_memory);
+  options.progress_interval = request.progress_interval;
+  options.on_progress = request.on_progress;
+  WB_RETURN_IF_ERROR(ApplyCheckpointAndUpload(request, options));
 
   // Tests only (docs/testing.md): $WANBACKUP_TEST_PACK_SIZE closes packs at that size (on S3,
   // where they are 64 MiB, a small image then fills many, uploaded in the background).
