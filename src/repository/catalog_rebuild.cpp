@@ -116,7 +116,7 @@ void Rebuilder::StartReading(std::vector<HeaderPrefetch::Job> jobs) {
   size_t threads = kRemotePackReads;
   // Tests compare the catalog built with headers read ahead against the sequential walk's (0).
   if (const char* n = std::getenv("WANBACKUP_TEST_PACK_READERS"); n != nullptr && *n != '\0') {
-    threads = std::strtoul(n, nullptr, 10);
+    threads = std::min<size_t>(std::strtoul(n, nullptr, 10), kRemotePackReads);
   }
   if (!repo_.remote() || jobs.empty() || threads == 0) return;
   prefetch_ = std::make_unique<HeaderPrefetch>(

@@ -58,7 +58,8 @@ Result<std::unique_ptr<PrefetchedReader>> HeaderPrefetch::Read(const Job& job) c
   uint8_t pack_header[kPackHeaderSize];
   if (!reader->ReadAhead(0, pack_header, sizeof pack_header).ok()) return reader;
   uint64_t offset = job.from;
-  while (!stop_ && offset + kRecordHeaderSize <= job.size) {
+  size_t headers = 0;
+  while (!stop_ && headers++ < kMaxHeadersAhead && offset + kRecordHeaderSize <= job.size) {
     uint8_t bytes[kRecordHeaderSize];
     if (!reader->ReadAhead(offset, bytes, sizeof bytes).ok()) break;
     Result<RecordHeader> h = ParseRecordHeader(bytes);

@@ -51,6 +51,12 @@ class PrefetchedReader final : public PackReader {
   mutable std::map<uint64_t, std::vector<uint8_t>> ahead_;  // by offset
 };
 
+// At most this many record headers of one pack are read ahead (the rest the rebuilder reads
+// itself, in turn): each waits in memory as a map node of about 150 bytes, so the packs ahead
+// hold at most window x 4096 of them (64 packs: about 40 MB), however small their records. A
+// 64 MiB pack of 4 MiB chunks holds tens; one of near-empty chunks could hold 100,000.
+inline constexpr size_t kMaxHeadersAhead = 4096;
+
 class HeaderPrefetch {
  public:
   struct Job {
@@ -61,7 +67,7 @@ class HeaderPrefetch {
   using Opener = std::function<Result<std::unique_ptr<PackReader>>(const std::string& name)>;
 
   // Starts `threads` workers reading `jobs` in order, at most `window` packs ahead of the last
-  // one taken (what is in memory: the headers of those packs).
+  // one taken (what is in memory: the headers of those packs, kMaxHeadersAhead each at most).
   HeaderPrefetch(std::vector<Job> jobs, Opener open, size_t threads, size_t window);
   // Stops the workers (each after the read it is in) and waits for them.
   ~HeaderPrefetch();
