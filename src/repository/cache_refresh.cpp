@@ -38,9 +38,8 @@ CacheRefreshPlan PlanCacheRefresh(const std::vector<catalog::PackInfo>& known,
     plan.why = std::to_string(by_name.size()) + " of the packs it named are gone";
     return plan;
   }
-  if (plan.added.empty() && plan.grown.empty())
-    return plan;  // kFresh, as before (a smaller
-                  // pack alone changes nothing)
+  // Nothing new (kFresh), as before: a pack that is only smaller changes nothing.
+  if (plan.added.empty() && plan.grown.empty()) return plan;
   if (!smaller.empty()) {
     plan.kind = CacheRefreshPlan::Kind::kFull;
     plan.why = "pack " + smaller + " is smaller than it knew it";
