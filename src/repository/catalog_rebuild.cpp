@@ -247,6 +247,7 @@ Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t fro
   const std::string path = repo_.packs().Describe(pack.name);
   PrefetchedReader* ahead = nullptr;  // its headers read ahead (StartReading)
   WB_RETURN_IF_ERROR(AddReader(pack.name, &ahead));
+  const ForgetAhead forget(ahead);  // on every way out of the walk
   const PackReader& reader = *readers_.back();
   if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
     if (known_id != 0) {  // the catalog indexes records of it: a full rebuild leaves them out
@@ -294,7 +295,6 @@ Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t fro
     if (options_.on_progress) options_.on_progress(bytes_done_ + offset, bytes_total_);
   }
   offset = end;
-  if (ahead != nullptr) ahead->Forget();
   // What follows the last whole record was being written when a run was interrupted.
   report_.torn_bytes += pack.size - offset;
   bytes_done_ += pack.size;

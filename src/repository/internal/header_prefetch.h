@@ -51,6 +51,23 @@ class PrefetchedReader final : public PackReader {
   mutable std::map<uint64_t, std::vector<uint8_t>> ahead_;  // by offset
 };
 
+// Drops, when it goes, what `reader` read ahead and its walk did not ask for: the reader itself
+// outlives the walk of its pack (the rebuilder reads map segments through it later), so without
+// this those headers would stay in memory after a walk that ended early (a pack left out, an
+// error). `reader` may be null (nothing was read ahead); it must outlive this.
+class ForgetAhead {
+ public:
+  explicit ForgetAhead(PrefetchedReader* reader) : reader_(reader) {}
+  ~ForgetAhead() {
+    if (reader_ != nullptr) reader_->Forget();
+  }
+  ForgetAhead(const ForgetAhead&) = delete;
+  ForgetAhead& operator=(const ForgetAhead&) = delete;
+
+ private:
+  PrefetchedReader* reader_;
+};
+
 // At most this many record headers of one pack are read ahead (the rest the rebuilder reads
 // itself, in turn): each waits in memory as a map node of about 150 bytes, so the packs ahead
 // hold at most window x 4096 of them (64 packs: about 40 MB), however small their records. A
