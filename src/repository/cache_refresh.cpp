@@ -70,10 +70,6 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
   WB_ASSIGN_OR_RETURN(const std::vector<catalog::PackInfo> known, catalog_->Packs());
   for (const catalog::PackInfo& p : known)
     indexed_names_[p.id] = p.name;
-  for (const StoredPack& p : plan.added)
-    bytes_total_ += p.size;
-  for (const GrownPack& g : plan.grown)
-    bytes_total_ += g.pack.size - g.known_size;
   WB_ASSIGN_OR_RETURN(auto txn, catalog_->Begin());
   WB_ASSIGN_OR_RETURN(const bool has_head, SeedHead());
   if (!has_head) {
@@ -88,11 +84,17 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
   WB_ASSIGN_OR_RETURN(const int64_t listed_before, CatalogHighestListedId(*catalog_));
   const int64_t highest_before =
       std::max<int64_t>(listed_before, std::max<int64_t>(0, std::atoll(floor.c_str())));
+  // The reads ahead must know every pack before the first is indexed, so the lists are walked
+  // twice: here for what to read, below to index it in the same order.
   std::vector<HeaderPrefetch::Job> jobs;
-  for (const StoredPack& p : plan.added)
+  for (const StoredPack& p : plan.added) {
+    bytes_total_ += p.size;
     jobs.push_back({p.name, p.size, kPackHeaderSize});
-  for (const GrownPack& g : plan.grown)
+  }
+  for (const GrownPack& g : plan.grown) {
+    bytes_total_ += g.pack.size - g.known_size;
     jobs.push_back({g.pack.name, g.pack.size, g.known_size});
+  }
   StartReading(std::move(jobs));
   for (const StoredPack& p : plan.added) {
     WB_RETURN_IF_ERROR(IndexPack(p));
