@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "repository/head_record.h"
 #include "repository/internal/rebuilder.h"
 #include "repository/pack_record.h"
+#include "repository/record.h"
 
 namespace wanbackup::pipeline {
 
@@ -92,6 +94,8 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
     jobs.push_back({p.name, p.size, kPackHeaderSize});
   }
   for (const GrownPack& g : plan.grown) {
+    WB_RETURN_IF_ERROR(CheckIndexedPart(g, why));
+    if (!why->empty()) return std::optional<RebuildReport>();
     bytes_total_ += g.pack.size - g.known_size;
     jobs.push_back({g.pack.name, g.pack.size, g.known_size});
   }
@@ -117,6 +121,30 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
   catalog_.reset();
   report_.incremental = true;
   return std::optional<RebuildReport>(Report());
+}
+
+// A grown pack is indexed from where the cache left it: the rows of its earlier records are
+// trusted to name what is there. Whoever can write the bucket could have replaced it with a
+// larger object under the same pack header (another pack of the repository, say), and those rows
+// would then name other bytes. So the last record the cache indexes in it must still be there,
+// header for header (one ranged read); when it is not, the pack is indexed whole again, by a full
+// rebuild. A pack the cache knew as its header alone (what a snapshot uploads first) has no row
+// to check: IndexPack checks its header.
+Status Rebuilder::CheckIndexedPart(const GrownPack& g, std::string* why) {
+  if (g.known_size <= kPackHeaderSize) return Status::Ok();
+  WB_ASSIGN_OR_RETURN(const std::vector<catalog::ChunkRecord> rows, catalog_->ChunksInPack(g.id));
+  if (rows.empty()) return Status::Ok();  // no row names its bytes
+  const catalog::ChunkRecord& last = rows.back();
+  WB_ASSIGN_OR_RETURN(const std::unique_ptr<PackReader> reader, OpenPack(g.pack.name));
+  uint8_t bytes[kRecordHeaderSize];
+  WB_RETURN_IF_ERROR(reader->ReadAt(last.offset, bytes, sizeof bytes));
+  const Result<RecordHeader> h = ParseRecordHeader(bytes);
+  if (!h.ok() || h->digest != last.digest || h->stored_size != last.stored_size ||
+      h->raw_size != last.raw_size || static_cast<catalog::ChunkKind>(h->kind) != last.kind) {
+    *why = "pack " + g.pack.name + " grew, and its record at " + std::to_string(last.offset) +
+           " is not the one the cache indexed there";
+  }
+  return Status::Ok();
 }
 
 Result<bool> Rebuilder::SeedHead() {

@@ -5,8 +5,8 @@
 // snapshots are made those the newest head lists, by the rules of the full cache rebuild
 // (catalog_rebuild.h, RebuildOptions::cache): reads proportional to what is new, not to the
 // repository. Anything else (a pack gone or smaller, a cache that names no head, a grown pack
-// whose header no longer fits, a head that lists what cannot be rebuilt) rebuilds the cache
-// whole, as before.
+// whose header no longer fits or whose last indexed record is not where the cache has it, a
+// head that lists what cannot be rebuilt) rebuilds the cache whole, as before.
 //
 // PlanCacheRefresh is a pure function; RefreshCacheCatalog runs on the calling thread.
 #pragma once

@@ -95,9 +95,7 @@ void RemoveS3Object(const std::string& url, const std::string& key) {
   REQUIRE((*client)->RunOne(&r, "removing " + key).ok());
 }
 
-void ScribbleS3Object(const std::string& url, const std::string& key, uint64_t size,
-                      uint64_t offset, const std::string& text) {
-  REQUIRE(offset + text.size() <= size);
+std::vector<uint8_t> ReadS3Object(const std::string& url, const std::string& key, uint64_t size) {
   Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
   REQUIRE(loc.ok());
   Result<std::unique_ptr<pipeline::internal::S3Client>> client =
@@ -110,8 +108,25 @@ void ScribbleS3Object(const std::string& url, const std::string& key, uint64_t s
   r.range_offset = 0;
   r.range_size = size;
   REQUIRE((*client)->RunOne(&r, "reading " + key).ok());
-  std::copy(text.begin(), text.end(), bytes.begin() + static_cast<ptrdiff_t>(offset));
+  return bytes;
+}
+
+void PutS3Object(const std::string& url, const std::string& key,
+                 const std::vector<uint8_t>& bytes) {
+  Result<pipeline::S3Location> loc = pipeline::ParseS3Url(url);
+  REQUIRE(loc.ok());
+  Result<std::unique_ptr<pipeline::internal::S3Client>> client =
+      pipeline::internal::S3Client::Create(*loc, S3Lab::Get().Credentials(), {});
+  REQUIRE(client.ok());
   REQUIRE((*client)->Upload(key, bytes.data(), bytes.size()).ok());
+}
+
+void ScribbleS3Object(const std::string& url, const std::string& key, uint64_t size,
+                      uint64_t offset, const std::string& text) {
+  REQUIRE(offset + text.size() <= size);
+  std::vector<uint8_t> bytes = ReadS3Object(url, key, size);
+  std::copy(text.begin(), text.end(), bytes.begin() + static_cast<ptrdiff_t>(offset));
+  PutS3Object(url, key, bytes);
 }
 
 bool WaitStopped(pid_t pid) {

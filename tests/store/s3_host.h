@@ -46,6 +46,11 @@ bool WaitStopped(pid_t pid);
 // Removes the object `key` (a key S3ObjectsAt names) from the lab's bucket.
 void RemoveS3Object(const std::string& url, const std::string& key);
 
+// The bytes of the object `key` (a key S3ObjectsAt names, of `size` bytes).
+std::vector<uint8_t> ReadS3Object(const std::string& url, const std::string& key, uint64_t size);
+// Makes `bytes` the object `key`, replacing what was there: a pack swapped in the bucket.
+void PutS3Object(const std::string& url, const std::string& key, const std::vector<uint8_t>& bytes);
+
 // Overwrites `text` at `offset` of the object `key` (a key S3ObjectsAt names, of `size` bytes):
 // a pack damaged in the bucket.
 void ScribbleS3Object(const std::string& url, const std::string& key, uint64_t size,

@@ -310,3 +310,49 @@ TEST_CASE(
   b.Ok({"restore", "1", "--to", dir / "one-b.img"});
   CHECK(SameFile(dir / "one.img", dir / "one-b.img"));
 }
+
+TEST_CASE(
+    "s3 cache refresh: a pack that grew only at its end is indexed from where the cache left it, "
+    "and one replaced by a larger pack is not: the cache is rebuilt whole",
+    "[s3lab]") {
+  TempDir dir("s3refresh7");
+  const S3Host a(dir, "a", NewS3RepoUrl());
+  const S3Host b(dir, "b", a.url);
+  a.Ok({"init", "--key-file", a.key});
+  WriteNoiseImage(dir / "one.img", 121, 2);
+  WriteNoiseImage(dir / "two.img", 122, 3);
+  // Snapshot 1's pack (its chunks, then its records), and snapshot 2's, larger: the same pack
+  // header, as every pack of the repository has.
+  const auto snapshot_pack = [&](const std::string& image) {
+    const std::map<std::string, uint64_t> before = S3PacksAt(a.url);
+    a.Ok({"snapshot", image});
+    std::pair<std::string, uint64_t> largest;
+    for (const auto& [key, size] : S3PacksAt(a.url)) {
+      if (before.count(key) == 0 && size > largest.second) largest = {key, size};
+    }
+    return largest;
+  };
+  const auto [one, one_size] = snapshot_pack(dir / "one.img");
+  const auto [two, two_size] = snapshot_pack(dir / "two.img");
+  CHECK(b.SnapshotIds() == std::set<int64_t>{1, 2});
+  REQUIRE(one != two);
+  REQUIRE(two_size > one_size);
+
+  // Bytes appended to it, what came before untouched: the tail is read, nothing else.
+  std::vector<uint8_t> grown = testing::ReadS3Object(a.url, one, one_size);
+  grown.resize(one_size + 100, 0x5a);
+  testing::PutS3Object(a.url, one, grown);
+  const Refresh tail = RefreshAt(b);
+  INFO(tail.line);
+  CHECK(tail.incremental);
+  CHECK(tail.grown == 1);
+
+  // Replaced by snapshot 2's pack: the rows of snapshot 1's records would name bytes of
+  // snapshot 2's chunks. Rebuilt whole, which finds snapshot 1 gone.
+  testing::PutS3Object(a.url, one, testing::ReadS3Object(a.url, two, two_size));
+  const RunResult swapped = b.Wb({"snapshots"});
+  INFO("stderr: " << swapped.err);
+  CHECK(swapped.err.find("refreshed the catalog cache incrementally") == std::string::npos);
+  CheckOneLineError(swapped, 3, "repair catalog");
+  CHECK_THAT(swapped.err, Catch::Contains("snapshot 1"));
+}

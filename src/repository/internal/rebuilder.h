@@ -95,6 +95,9 @@ class Rebuilder {
   Result<std::vector<Digest>> LoadSegment(const Digest& digest);
 
   // Incremental refresh (cache_refresh.cpp).
+  // Sets *why when the last record the catalog indexes in grown pack `g` is not in the store's
+  // pack where the catalog has it (the pack was replaced, not only appended to).
+  Status CheckIndexedPart(const GrownPack& g, std::string* why);
   // The head the cache names, read from its pack: the newest until a new pack holds a newer one.
   // False when the cache names none.
   Result<bool> SeedHead();
