@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "initiator/autotune.h"
 #include "pipeline/snapshotter.h"
+#include "store/s3_url.h"
 
 namespace wanbackup::cli {
 namespace {
@@ -129,11 +130,6 @@ void PrintSummary(const pipeline::SnapshotResult& r, bool json) {
 }
 
 Status RunSnapshot(const SnapshotCommandOptions& opts) {
-  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
-  if (!opts.upload_memory.empty() && !repo->remote()) {
-    return Status::InvalidArgument("--upload-memory is for a repository on S3; " + repo->path() +
-                                   " is a directory, where each pack is written as it fills");
-  }
   SnapshotRequest request;
   request.source = opts.source;
   request.tag = opts.tag;
@@ -142,10 +138,22 @@ Status RunSnapshot(const SnapshotCommandOptions& opts) {
   request.checkpoint_interval = opts.checkpoint_interval;
   request.checkpoint_bytes = opts.checkpoint_bytes;
   request.upload_memory = opts.upload_memory;
+  // A mistyped flag exits 2 before the repository's lock is waited for and the source logged in.
+  WB_RETURN_IF_ERROR(CheckSnapshotFlags(request));
+  if (!opts.upload_memory.empty()) {
+    // The URL says which kind of repository it is (an s3: prefix); a missing one is
+    // OpenRepository's to report.
+    const Result<std::string> path = RepoPath(opts.repo);
+    if (path.ok() && !pipeline::IsS3Url(*path)) {
+      return Status::InvalidArgument("--upload-memory is for a repository on S3; " + *path +
+                                     " is a directory, where each pack is written as it fills");
+    }
+  }
   WB_ASSIGN_OR_RETURN(
       ProgressChoice shown,
       ParseProgressFlags(opts.progress, opts.progress_interval, request.progress_interval));
   request.progress_interval = shown.interval;
+  WB_ASSIGN_OR_RETURN(auto repo, OpenRepository(opts.repo, pipeline::OpenMode::kWrite));
   ProgressLine progress(!opts.json || shown.mode == ProgressMode::kPlain, shown.mode);
   request.on_progress = [&progress](const pipeline::SnapshotProgress& p) {
     progress.Update(ProgressText(p));

@@ -41,6 +41,11 @@ Status ApplyCheckpointAndUpload(const SnapshotRequest& request,
 
 }  // namespace
 
+Status CheckSnapshotFlags(const SnapshotRequest& request) {
+  pipeline::SnapshotOptions unused;
+  return ApplyCheckpointAndUpload(request, unused);
+}
+
 Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
                                                 const SnapshotRequest& request) {
   WB_ASSIGN_OR_RETURN(uint64_t max_memory, ParseSize(request.tuning.max_memory));

@@ -26,6 +26,11 @@ struct SnapshotRequest {
   std::function<void(const pipeline::SnapshotProgress&)> on_progress;  // may be empty
 };
 
+// InvalidArgument when a flag of `request` that is a duration or a size does not parse, or is
+// out of range (--upload-memory 0): what SnapshotSource would refuse, checked before anything is
+// opened, so that a typo exits at once rather than after the lock and the source's login.
+Status CheckSnapshotFlags(const SnapshotRequest& request);
+
 // REQUIRES: `repo` opened for writing. Prints what autotune chose for a remote source.
 Result<pipeline::SnapshotResult> SnapshotSource(pipeline::Repository& repo,
                                                 const SnapshotRequest& request);

@@ -91,7 +91,21 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
              2,
              "unknown duration unit"},
         Case{{"forget", "--repo", "/nonexistent/wb-repo", "--keep-last", "0"}, 2, "1 or more"},
-        Case{{"forget", "--repo", "/nonexistent/wb-repo", "--keep-daily", "7x"}, 2, "'7x'"}}) {
+        Case{{"forget", "--repo", "/nonexistent/wb-repo", "--keep-daily", "7x"}, 2, "'7x'"},
+        // Before the repository is opened or the source logged in (neither is there).
+        Case{{"snapshot", url, "--repo", "s3:http://127.0.0.1:9/wb-bucket", "--upload-memory",
+              "lots"},
+             2,
+             "--upload-memory takes a size above 0"},
+        Case{{"snapshot", url, "--repo", "/nonexistent/wb-repo", "--upload-memory", "0"},
+             2,
+             "--upload-memory takes a size above 0"},
+        Case{{"snapshot", url, "--repo", "/nonexistent/wb-repo", "--upload-memory", "1M"},
+             2,
+             "--upload-memory is for a repository on S3"},
+        Case{{"snapshot", url, "--repo", "/nonexistent/wb-repo", "--checkpoint-bytes", "4Q"},
+             2,
+             "4Q"}}) {
     std::string joined;
     for (const auto& a : c.args)
       joined += a + " ";
