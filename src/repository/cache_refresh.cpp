@@ -6,9 +6,11 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "common/failpoint.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "repository/head_record.h"
 #include "repository/internal/rebuilder.h"
@@ -17,20 +19,42 @@
 
 namespace wanbackup::pipeline {
 
+ExaminedPacks ParseExaminedPacks(const std::string& setting) {
+  ExaminedPacks packs;
+  std::istringstream entries(setting);
+  for (std::string entry; entries >> entry;) {
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos) continue;
+    const std::optional<uint64_t> size = ParseDecimalU64(entry.substr(colon + 1));
+    if (size) packs[entry.substr(0, colon)] = *size;
+  }
+  return packs;
+}
+
+std::string FormatExaminedPacks(const ExaminedPacks& packs) {
+  std::string out;
+  for (const auto& [name, size] : packs)
+    out += (out.empty() ? "" : " ") + name + ":" + std::to_string(size);
+  return out;
+}
+
 CacheRefreshPlan PlanCacheRefresh(const std::vector<catalog::PackInfo>& known,
-                                  const std::vector<StoredPack>& stored) {
+                                  const std::vector<StoredPack>& stored,
+                                  const ExaminedPacks& examined) {
   CacheRefreshPlan plan;
   std::map<std::string, const catalog::PackInfo*> by_name;
   for (const catalog::PackInfo& p : known)
     by_name[p.name] = &p;
   std::string smaller;
   for (const StoredPack& p : stored) {
+    const auto seen = examined.find(p.name);
+    const bool read_before = seen != examined.end() && seen->second == p.size;
     const auto k = by_name.find(p.name);
     if (k == by_name.end()) {
-      plan.added.push_back(p);
+      if (!read_before) plan.added.push_back(p);
       continue;
     }
-    if (p.size > k->second->size)
+    if (p.size > k->second->size && !read_before)
       plan.grown.push_back(GrownPack{k->second->id, k->second->size, p});
     if (p.size < k->second->size && smaller.empty()) smaller = p.name;
     by_name.erase(k);
@@ -116,6 +140,7 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
   WB_RETURN_IF_ERROR(FollowHead(why));
   if (!why->empty()) return std::optional<RebuildReport>();
   WB_RETURN_IF_ERROR(RaiseCatalogSnapshotIdFloor(*catalog_, std::max(highest_before, max_id_)));
+  WB_RETURN_IF_ERROR(NoteExamined());
   WB_FAILPOINT("cache-refresh.before-commit");
   WB_RETURN_IF_ERROR(txn->Commit());
   catalog_.reset();
@@ -145,6 +170,15 @@ Status Rebuilder::CheckIndexedPart(const GrownPack& g, std::string* why) {
            " is not the one the cache indexed there";
   }
   return Status::Ok();
+}
+
+Status Rebuilder::NoteExamined() {
+  if (examined_.empty()) return Status::Ok();
+  WB_ASSIGN_OR_RETURN(const std::string before, catalog_->GetSetting(kCacheExaminedPacks));
+  ExaminedPacks all = ParseExaminedPacks(before);
+  for (const auto& [name, size] : examined_)
+    all[name] = size;
+  return catalog_->PutSetting(kCacheExaminedPacks, FormatExaminedPacks(all));
 }
 
 Result<bool> Rebuilder::SeedHead() {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,23 @@ struct CacheRefreshPlan {
   std::string why;
 };
 
-// What a cache whose catalog names `known` must do to follow a store that lists `stored`.
+// Packs a refresh or rebuild read to their end without indexing them to it, by name, with the
+// size it read: a pack left out (its header does not check) or whose last record is damaged.
+// The catalog cannot say so (its pack row, if any, ends at the last whole record, which prune
+// relies on), so the cache keeps them in a setting of its own (kCacheExaminedPacks, "NAME:SIZE"
+// separated by spaces); the plan takes such a pack as it is as long as it keeps that size, so
+// that it is not read again on every open, nor gets every writer that starts beside another
+// command on the host refused (exit 7: the cache would look stale to it).
+using ExaminedPacks = std::map<std::string, uint64_t>;
+inline constexpr const char kCacheExaminedPacks[] = "cache_examined_packs";
+ExaminedPacks ParseExaminedPacks(const std::string& setting);
+std::string FormatExaminedPacks(const ExaminedPacks& packs);
+
+// What a cache whose catalog names `known` must do to follow a store that lists `stored`;
+// `examined`: packs read before as far as the store has them (not new, not grown).
 CacheRefreshPlan PlanCacheRefresh(const std::vector<catalog::PackInfo>& known,
-                                  const std::vector<StoredPack>& stored);
+                                  const std::vector<StoredPack>& stored,
+                                  const ExaminedPacks& examined = {});
 
 // Carries `plan` out (kIncremental, falling back to a full rebuild when the cache does not fit
 // it; kFull: a full rebuild, RebuildCatalog with RebuildOptions::cache). Crash-safe: a kill

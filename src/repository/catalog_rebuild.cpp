@@ -256,6 +256,8 @@ Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t fro
       return Status::Ok();
     }
     report_.problems.push_back(s.message() + "; left out");
+    // Not what a failed read says: that one is read again next time.
+    if (options_.cache && s.code() == StatusCode::kCorruption) examined_[pack.name] = pack.size;
     bytes_done_ += pack.size;
     return Status::Ok();
   }
@@ -297,6 +299,7 @@ Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t fro
   offset = end;
   // What follows the last whole record was being written when a run was interrupted.
   report_.torn_bytes += pack.size - offset;
+  if (options_.cache && offset < pack.size) examined_[pack.name] = pack.size;
   bytes_done_ += pack.size;
   return catalog_->SetPackSize(pack_id, offset);
 }
@@ -509,6 +512,7 @@ Result<RebuildReport> Rebuilder::Run() {
     // New snapshots get ids above every id ever used, forgotten ones included.
     WB_RETURN_IF_ERROR(catalog_->PutSetting(catalog::kSnapshotIdFloor, std::to_string(max_id_)));
     WB_RETURN_IF_ERROR(SettleHead(rebuilt));
+    WB_RETURN_IF_ERROR(NoteExamined());
     if (!options_.cache) {
       report_.missing_records = MissingRecords();
       for (const auto& [key, list] :

@@ -47,7 +47,8 @@ Status MakeCacheDirs(const std::string& dir) {
 Result<CacheRefreshPlan> PlanRefresh(catalog::Catalog& cat, PackStore& store) {
   WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, store.List());
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> known, cat.Packs());
-  return PlanCacheRefresh(known, stored);
+  WB_ASSIGN_OR_RETURN(const std::string examined, cat.GetSetting(kCacheExaminedPacks));
+  return PlanCacheRefresh(known, stored, ParseExaminedPacks(examined));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // whole when packs were removed. Through the real binary in site A against the s3lab fixture's
 // radosgw in site B; each host is a cache directory of its own. The refresh says on stderr what
 // it read, which is what these tests count.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 
 #include <chrono>
 #include <map>
@@ -15,10 +17,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/unique_fd.h"
 #include "store/s3_host.h"
 #include "support/repo_cli.h"
 
 using namespace wanbackup;
+using wanbackup::UniqueFd;
 using wanbackup::testing::Background;
 using wanbackup::testing::CheckOneLineError;
 using wanbackup::testing::NewS3RepoUrl;
@@ -346,6 +350,16 @@ TEST_CASE(
   INFO(tail.line);
   CHECK(tail.incremental);
   CHECK(tail.grown == 1);
+  // Those bytes are no record: the cache remembers it read them and does not read them again,
+  // so a writer beside another command on this host (which holds the cache's refresh lock
+  // shared, as this test does) does not wait for a refresh (exit 7).
+  CHECK_FALSE(RefreshOf(b.Ok({"snapshots"})).has_value());
+  {
+    const UniqueFd held(::open((b.cache + "/refresh.lock").c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(held.valid());
+    REQUIRE(::flock(held.get(), LOCK_SH) == 0);
+    b.Ok({"snapshot", dir / "one.img"});
+  }
 
   // Replaced by snapshot 2's pack: the rows of snapshot 1's records would name bytes of
   // snapshot 2's chunks. Rebuilt whole, which finds snapshot 1 gone.

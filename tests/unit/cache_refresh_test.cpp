@@ -7,6 +7,9 @@
 
 using wanbackup::catalog::PackInfo;
 using wanbackup::pipeline::CacheRefreshPlan;
+using wanbackup::pipeline::ExaminedPacks;
+using wanbackup::pipeline::FormatExaminedPacks;
+using wanbackup::pipeline::ParseExaminedPacks;
 using wanbackup::pipeline::PlanCacheRefresh;
 using wanbackup::pipeline::StoredPack;
 using Kind = CacheRefreshPlan::Kind;
@@ -83,4 +86,31 @@ TEST_CASE("cache refresh plan: a smaller pack beside new ones rebuilds whole, al
 TEST_CASE("cache refresh plan: a cache that indexes no pack yet is rebuilt whole", "[cache]") {
   CHECK(PlanCacheRefresh({}, {Stored('a', 100)}).kind == Kind::kFull);
   CHECK(PlanCacheRefresh({}, {}).kind == Kind::kFresh);
+}
+
+TEST_CASE(
+    "cache refresh plan: a pack read to its end before (left out, or a damaged last record) is "
+    "not read again while it keeps that size",
+    "[cache]") {
+  const std::vector<PackInfo> known = {Known(1, 'a', 100)};
+  const ExaminedPacks examined = {{Name('a'), 150}, {Name('x'), 40}};
+  const CacheRefreshPlan same =
+      PlanCacheRefresh(known, {Stored('a', 150), Stored('x', 40)}, examined);
+  CHECK(same.kind == Kind::kFresh);
+  const CacheRefreshPlan changed =
+      PlanCacheRefresh(known, {Stored('a', 200), Stored('x', 50)}, examined);
+  REQUIRE(changed.kind == Kind::kIncremental);
+  REQUIRE(changed.grown.size() == 1);
+  CHECK(changed.grown[0].known_size == 100);
+  REQUIRE(changed.added.size() == 1);
+  CHECK(changed.added[0].name == Name('x'));
+}
+
+TEST_CASE("cache refresh plan: the packs read to their end are kept as NAME:SIZE words",
+          "[cache]") {
+  const ExaminedPacks packs = {{Name('a'), 150}, {Name('b'), 32}};
+  CHECK(ParseExaminedPacks(FormatExaminedPacks(packs)) == packs);
+  CHECK(ParseExaminedPacks("").empty());
+  CHECK(ParseExaminedPacks("junk " + Name('c') + ":x " + Name('d') + ":7") ==
+        ExaminedPacks{{Name('d'), 7}});
 }

@@ -94,6 +94,10 @@ class Rebuilder {
   // The map segment `digest`: one indexed by this run, else one the catalog already indexed.
   Result<std::vector<Digest>> LoadSegment(const Digest& digest);
 
+  // A cache's rebuild or refresh (cache_refresh.cpp): adds examined_ to the catalog's
+  // kCacheExaminedPacks.
+  Status NoteExamined();
+
   // Incremental refresh (cache_refresh.cpp).
   // Sets *why when the last record the catalog indexes in grown pack `g` is not in the store's
   // pack where the catalog has it (the pack was replaced, not only appended to).
@@ -144,6 +148,8 @@ class Rebuilder {
   // names of those packs.
   std::unordered_map<int64_t, std::unique_ptr<PackReader>> indexed_readers_;
   std::unordered_map<int64_t, std::string> indexed_names_;
+  // A cache's packs read to their end without being indexed to it (cache_refresh.h).
+  ExaminedPacks examined_;
   bool needs_full_ = false;  // what IndexPack found makes the refresh a full rebuild
   std::string needs_full_why_;
   // What the pack readers read, from any thread: Report() copies it into report_.
