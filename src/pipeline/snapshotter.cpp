@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/cancel.h"
@@ -152,26 +153,37 @@ Status Snapshotter::StartPack() {
 }
 
 // Object storage: starts the full pack's upload in the background and lets the next record
-// start a new pack; past the upload budget, waits for the oldest upload first.
+// start a new pack; past the upload budget, waits for an upload to end first: whichever ends
+// first, not the oldest, so that one slow part (a connection the others starve) does not hold
+// the next packs back while the line has room.
 Status Snapshotter::ClosePack() {
   if (pack_failed_) return Status::IoError("a pack of this run failed earlier; not trusted");
   WB_RETURN_IF_ERROR(pack_->SyncInBackground());
   closed_.push_back({std::move(pack_), pack_id_});
   peak_upload_bytes_ = std::max(peak_upload_bytes_, ClosedBytes());
-  while (closed_.size() > 1 && ClosedBytes() > options_.upload_bytes)
-    WB_RETURN_IF_ERROR(SyncClosedPack());
+  while (closed_.size() > 1 && ClosedBytes() > options_.upload_bytes) {
+    size_t ended = 0;
+    while (ended < closed_.size() && !closed_[ended].writer->SyncFinished())
+      ++ended;
+    if (ended == closed_.size()) {
+      // Uploads take seconds; a poll this often costs nothing and adds no measurable wait.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    WB_RETURN_IF_ERROR(SyncClosedPack(ended));
+  }
   return Status::Ok();
 }
 
-// Waits for the oldest closed pack's upload and records its size, in the open transaction.
-Status Snapshotter::SyncClosedPack() {
-  ClosedPack& oldest = closed_.front();
-  if (Status s = oldest.writer->Sync(); !s.ok()) {
+// Waits for closed pack `index`'s upload and records its size, in the open transaction.
+Status Snapshotter::SyncClosedPack(size_t index) {
+  ClosedPack& closed = closed_[index];
+  if (Status s = closed.writer->Sync(); !s.ok()) {
     pack_failed_ = true;  // the transaction names it: it must never commit
     return s;
   }
-  WB_RETURN_IF_ERROR(catalog_.SetPackSize(oldest.id, oldest.writer->size()));
-  closed_.pop_front();
+  WB_RETURN_IF_ERROR(catalog_.SetPackSize(closed.id, closed.writer->size()));
+  closed_.erase(closed_.begin() + static_cast<std::ptrdiff_t>(index));
   return Status::Ok();
 }
 
@@ -180,7 +192,7 @@ Status Snapshotter::SyncClosedPack() {
 Status Snapshotter::SyncPack() {
   if (pack_failed_) return Status::IoError("a pack of this run failed earlier; not trusted");
   while (!closed_.empty())
-    WB_RETURN_IF_ERROR(SyncClosedPack());
+    WB_RETURN_IF_ERROR(SyncClosedPack(0));
   if (!pack_) return Status::Ok();
   WB_FAILPOINT("snapshot.before-pack-sync");
   WB_PAUSEPOINT("snapshot.before-pack-sync");

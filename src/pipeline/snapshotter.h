@@ -58,8 +58,10 @@ inline constexpr uint64_t kCheckpointBytes = 256ull << 20;
 inline constexpr std::chrono::milliseconds kCheckpointInterval{10'000};
 inline constexpr uint64_t kObjectCheckpointBytes = 4ull << 30;
 inline constexpr std::chrono::milliseconds kObjectCheckpointInterval{60'000};
-// 8 × 64 MiB: 32 parts of 16 MiB in flight, 512 MiB held. Measured at 64 ms one-way against
-// Ceph RGW: 4 packs 58-63 MB/s, 8 packs 64-72, 12 packs 67; 8 MiB parts were slower (49-61).
+// 8 × 64 MiB, 512 MiB held: the store sends 6 of them at once (S3Options::parallel_uploads, 24
+// parts of 16 MiB in flight) and the other 2 wait, ready, to go the moment one ends. Measured
+// at 64 ms one-way against Ceph RGW when all went at once: 4 packs 58-63 MB/s, 8 packs 64-72,
+// 12 packs 67; 8 MiB parts were slower (49-61), and 4 MiB parts slower again.
 inline constexpr uint64_t kObjectUploadPacks = 8;
 
 struct SnapshotOptions {

@@ -153,8 +153,8 @@ Result<std::optional<RebuildReport>> Rebuilder::RunIncremental(const CacheRefres
 // larger object under the same pack header (another pack of the repository, say), and those rows
 // would then name other bytes. So the last record the cache indexes in it must still be there,
 // header for header (one ranged read); when it is not, the pack is indexed whole again, by a full
-// rebuild. A pack the cache knew as its header alone (what a snapshot uploads first) has no row
-// to check: IndexPack checks its header.
+// rebuild. A pack the cache knew as its header alone (what earlier versions uploaded first) has no
+// row to check: IndexPack checks its header.
 Status Rebuilder::CheckIndexedPart(const GrownPack& g, std::string* why) {
   if (g.known_size <= kPackHeaderSize) return Status::Ok();
   WB_ASSIGN_OR_RETURN(const std::vector<catalog::ChunkRecord> rows, catalog_->ChunksInPack(g.id));

@@ -1,12 +1,12 @@
 // Refreshing an S3 repository's catalog cache when the bucket holds what the cache lacks
 // (docs/format.md, "A repository on S3"). When the bucket only gained packs, or packs the cache
-// indexes only grew (a pack goes up with its header alone when it is made, whole when it is
-// closed), the new packs and the new tails are indexed into the cache's catalog, and the
-// snapshots are made those the newest head lists, by the rules of the full cache rebuild
-// (catalog_rebuild.h, RebuildOptions::cache): reads proportional to what is new, not to the
-// repository. Anything else (a pack gone or smaller, a cache that names no head, a grown pack
-// whose header no longer fits or whose last indexed record is not where the cache has it, a
-// head that lists what cannot be rebuilt) rebuilds the cache whole, as before.
+// indexes only grew (uploaded again, longer: earlier versions put a new pack up with its header
+// alone, then whole; a pack now appears once, whole), the new packs and the new tails are indexed
+// into the cache's catalog, and the snapshots are made those the newest head lists, by the rules of
+// the full cache rebuild (catalog_rebuild.h, RebuildOptions::cache): reads proportional to what is
+// new, not to the repository. Anything else (a pack gone or smaller, a cache that names no head, a
+// grown pack whose header no longer fits or whose last indexed record is not where the cache has
+// it, a head that lists what cannot be rebuilt) rebuilds the cache whole, as before.
 //
 // PlanCacheRefresh is a pure function; RefreshCacheCatalog runs on the calling thread.
 #pragma once

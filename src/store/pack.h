@@ -34,6 +34,8 @@ class PackWriter {
   // do that in the background (object storage: the upload runs on a thread of its own); Sync()
   // then waits for it and says how it went. Nothing is appended in between. Default: Sync().
   virtual Status SyncInBackground() { return Sync(); }
+  // False while a SyncInBackground is still running (Sync() would wait for it); true otherwise.
+  virtual bool SyncFinished() const { return true; }
   virtual uint64_t size() const = 0;
   // Where the pack is, for messages.
   virtual const std::string& path() const = 0;

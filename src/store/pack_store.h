@@ -29,10 +29,13 @@ struct StoredPack {
 class PackStore {
  public:
   virtual ~PackStore() = default;
-  // A new pack named `name` with its header written; its name is durable before this returns.
+  // A new pack named `name` with its header written. In a directory its name is durable before
+  // this returns; on object storage the pack appears whole at its first Sync (until then a
+  // killed run leaves nothing behind).
   virtual Result<std::unique_ptr<PackWriter>> Create(const std::string& name,
                                                      const std::string& repository_id) = 0;
-  // Corruption when the pack is missing (the catalog names it).
+  // Corruption when the pack is missing (the catalog names it): from Open in a directory, from
+  // the first read on object storage (where opening costs no request).
   virtual Result<std::unique_ptr<PackReader>> Open(const std::string& name) = 0;
   // Every pack in the store, oldest first.
   virtual Result<std::vector<StoredPack>> List() = 0;

@@ -1,6 +1,7 @@
 #include "store/s3_pack_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -20,9 +21,11 @@ using internal::S3Request;
 
 // Keeps the pack in memory; every Sync uploads all of it as the one object (the same bytes
 // with more after them, so the object only ever grows by what was appended, and a retried
-// upload is the same upload). SyncInBackground runs that upload on a thread of its own, which
-// the next Sync (or the destructor) joins: a snapshot keeps several full packs going up at once
-// while it fills the next one.
+// upload is the same upload). Nothing is uploaded before the first Sync: the object appears
+// then, whole (a round trip per new pack saved; a run killed before leaves no object at all).
+// SyncInBackground runs that upload on a thread of its own, which the next Sync (or the
+// destructor) joins: a snapshot keeps several full packs going up at once while it fills the
+// next one.
 class S3PackWriter final : public PackWriter {
  public:
   S3PackWriter(std::shared_ptr<S3Client> client, std::string key, std::string where)
@@ -35,7 +38,7 @@ class S3PackWriter final : public PackWriter {
     uint8_t header[kPackHeaderSize];
     WB_RETURN_IF_ERROR(MakePackHeader(repository_id, header));
     bytes_.assign(header, header + sizeof header);
-    return Sync();
+    return Status::Ok();
   }
 
   Result<uint64_t> Append(const uint8_t* data, size_t size) override {
@@ -60,10 +63,15 @@ class S3PackWriter final : public PackWriter {
   Status SyncInBackground() override {
     if (upload_.joinable() || uploaded_ == bytes_.size()) return Status::Ok();
     background_size_ = bytes_.size();
-    upload_ = std::thread(
-        [this] { background_ = client_->Upload(key_, bytes_.data(), background_size_); });
+    finished_ = false;
+    upload_ = std::thread([this] {
+      background_ = client_->Upload(key_, bytes_.data(), background_size_);
+      finished_ = true;
+    });
     return Status::Ok();
   }
+
+  bool SyncFinished() const override { return finished_; }
 
   uint64_t size() const override { return bytes_.size(); }
   const std::string& path() const override { return where_; }
@@ -74,9 +82,10 @@ class S3PackWriter final : public PackWriter {
   std::string where_;
   std::vector<uint8_t> bytes_;
   size_t uploaded_ = 0;
-  std::thread upload_;          // the background upload, when one was started and not joined
-  size_t background_size_ = 0;  // what it uploads
-  Status background_;           // how it went, once joined
+  std::thread upload_;                // the background upload, when one was started and not joined
+  size_t background_size_ = 0;        // what it uploads
+  Status background_;                 // how it went, once joined
+  std::atomic<bool> finished_{true};  // the background upload has returned (or none was begun)
 };
 
 // Ranged GETs of one object. Like a local file, the object may grow while a reader is open (a
@@ -133,15 +142,9 @@ class S3PackStore final : public PackStore {
     return std::unique_ptr<PackWriter>(std::move(w));
   }
 
+  // No request: the first read says whether the pack is there (Corruption "is missing"
+  // otherwise, as ReadAt reports it), which saves a round trip per pack opened.
   Result<std::unique_ptr<PackReader>> Open(const std::string& name) override {
-    S3Request head;
-    head.method = S3Request::Method::kHead;
-    head.key = Key(name);
-    Status s = client_->RunOne(&head, "opening " + Describe(name));
-    if (s.code() == StatusCode::kNotFound) {
-      return Status::Corruption("pack " + Describe(name) + " is missing");
-    }
-    WB_RETURN_IF_ERROR(s);
     return std::unique_ptr<PackReader>(
         std::make_unique<S3PackReader>(client_, Key(name), Describe(name)));
   }

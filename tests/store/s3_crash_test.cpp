@@ -480,8 +480,8 @@ TEST_CASE(
   a.Ok({"snapshot", disk});
   kept[1] = 0;
 
-  // a's next snapshot stopped before its upload: its pack is in the bucket, header only. b
-  // (a reader, which a writer does not keep out) rebuilds its cache then.
+  // a's next snapshot stopped before its upload: its pack is not in the bucket yet. b (a
+  // reader, which a writer does not keep out) rebuilds its cache then.
   WriteCrashVersion(disk, 1);
   RunOptions paused = a.Options({{"WANBACKUP_PAUSE", "snapshot.before-pack-sync"}});
   paused.err_file = dir / "snapshot.err";
@@ -496,7 +496,7 @@ TEST_CASE(
   INFO(testing::FileContents(dir / "snapshot.err"));
   REQUIRE(exit_code == 0);
   kept[2] = 1;
-  // The same pack, whole now: b's cache knew only its header.
+  // Its pack, there now: b's cache did not know it.
   CHECK(CrashSnapshotIds(b) == IdsOf(kept));
   b.Ok({"prune", "--max-unused", "0"});
   CHECK(CrashSnapshotIds(a) == IdsOf(kept));

@@ -176,8 +176,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "s3 cache refresh: a pack that held only its header when the cache was refreshed is "
-    "indexed again once whole, and its snapshot restores",
+    "s3 cache refresh: a snapshot stopped before its upload has put no pack in the bucket, and "
+    "once committed its pack is indexed as a new one and its snapshot restores",
     "[s3lab]") {
   TempDir dir("s3refresh3");
   const S3Host a(dir, "a", NewS3RepoUrl());
@@ -187,19 +187,21 @@ TEST_CASE(
   WriteNoiseImage(dir / "two.img", 82, 2);
   a.Ok({"snapshot", dir / "one.img"});
   CHECK(b.SnapshotIds() == std::set<int64_t>{1});
+  const std::map<std::string, uint64_t> before = S3PacksAt(a.url);
 
-  // a's next snapshot stopped before its upload: its pack is in the bucket, header only, and b
-  // (a reader, which a writer does not keep out) refreshes then.
+  // a's next snapshot stopped before its upload: a pack appears in the bucket whole, at its
+  // first upload, so there is nothing of it yet, and b (a reader, which a writer does not keep
+  // out) has nothing to refresh.
   RunOptions paused = a.Options({{"WANBACKUP_PAUSE", "snapshot.before-pack-sync"}});
   paused.err_file = dir / "snapshot.err";
   int exit_code = -1;
   {
     Background run({WB_WANBACKUP_BIN, "snapshot", dir / "two.img"}, paused);
     REQUIRE(WaitStopped(run.pid()));
-    const Refresh header_only = RefreshAt(b);
-    INFO(header_only.line);
-    CHECK(header_only.incremental);
-    CHECK(header_only.new_packs == 1);
+    CHECK(S3PacksAt(a.url) == before);
+    const RunResult listed = b.Ok({"snapshots"});
+    INFO("stderr: " << listed.err);
+    CHECK_FALSE(RefreshOf(listed).has_value());
     CHECK(b.SnapshotIds() == std::set<int64_t>{1});
     run.Kill(SIGCONT);
     exit_code = run.Wait(std::chrono::seconds(120));
@@ -209,7 +211,8 @@ TEST_CASE(
   const Refresh whole = RefreshAt(b);
   INFO(whole.line);
   CHECK(whole.incremental);
-  CHECK(whole.grown == 1);
+  CHECK(whole.new_packs == 1);
+  CHECK(whole.grown == 0);
   CHECK(b.SnapshotIds() == std::set<int64_t>{1, 2});
   b.Ok({"restore", "2", "--to", dir / "two-b.img"});
   CHECK(SameFile(dir / "two.img", dir / "two-b.img"));

@@ -112,6 +112,33 @@ TEST_CASE("s3 store: a large pack goes up in parts and reads back across their b
   CHECK(std::equal(got.begin(), got.end(), records.begin() + (boundary - 1000)));
 }
 
+TEST_CASE("s3 store: uploads in parts from many threads send at most parallel_uploads at once",
+          "[s3lab]") {
+  const testing::S3Lab& lab = testing::S3Lab::Get();
+  const S3Location loc = lab.NewLocation();
+  S3Options options;
+  options.part_size = 5u << 20;  // S3's smallest part: two parts each
+  options.parallel_uploads = 2;
+  std::unique_ptr<S3Client> client = LabClient(loc, options);
+  const std::vector<uint8_t> bytes = S3Bytes((5u << 20) + 1000, 4);
+  constexpr int kThreads = 5;
+  std::vector<Status> outcome(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      outcome[i] = client->Upload(loc.Key("up/" + std::to_string(i)), bytes.data(), bytes.size());
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  for (const Status& s : outcome)
+    CHECK(s.ok());
+  CHECK(client->most_uploads_at_once() >= 1);
+  CHECK(client->most_uploads_at_once() <= 2);
+  for (int i = 0; i < kThreads; ++i)
+    CHECK(GetWhole(*client, loc.Key("up/" + std::to_string(i)), bytes.size()) == bytes);
+}
+
 TEST_CASE(
     "s3 store: an upload in parts begun and never finished is abandoned, and only when "
     "asked",

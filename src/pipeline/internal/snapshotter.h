@@ -107,7 +107,7 @@ class Snapshotter {
   void RemoveUncommittedPack();
   Status StartPack();
   Status ClosePack();
-  Status SyncClosedPack();
+  Status SyncClosedPack(size_t index);
   Status SyncPack();
   void Stop();
   void Report(bool force);

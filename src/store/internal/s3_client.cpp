@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/cancel.h"
+#include "common/trace.h"
 
 namespace wanbackup::pipeline::internal {
 namespace {
@@ -98,7 +99,24 @@ struct Transfer {
   bool range_checked = false;
   std::string error_body;
   char error[CURL_ERROR_SIZE] = {};
+  std::chrono::steady_clock::time_point started;  // for WANBACKUP_TRACE
 };
+
+const char* MethodName(S3Request::Method method) {
+  switch (method) {
+    case S3Request::Method::kGet:
+      return "GET";
+    case S3Request::Method::kPut:
+      return "PUT";
+    case S3Request::Method::kPost:
+      return "POST";
+    case S3Request::Method::kDelete:
+      return "DELETE";
+    case S3Request::Method::kHead:
+      return "HEAD";
+  }
+  return "?";
+}
 
 long ResponseCode(CURL* easy) {
   long code = 0;
@@ -350,6 +368,7 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(const S3Location& location,
                                                    const S3Options& options) {
   std::call_once(curl_init_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   std::unique_ptr<S3Client> client(new S3Client(location, options.part_size));
+  client->parallel_uploads_ = options.parallel_uploads;
   const long connections = std::max(1, options.max_in_flight);
   for (int i = 0; i < std::max(1, options.parallel_calls); ++i) {
     auto impl = std::make_unique<Impl>();
@@ -413,6 +432,7 @@ void S3Client::Impl::StartReady(RunState* st) {
       st->waiting.clear();
       return;
     }
+    t->started = Clock::now();
     curl_multi_add_handle(multi, t->easy.get());
     CURL* key = t->easy.get();
     st->active.emplace(key, std::move(t));
@@ -436,6 +456,12 @@ void S3Client::Impl::Collect(RunState* st) {
     Transfer* t = node.mapped().get();
     Finish(t, code);
     S3Request* r = t->request;
+    WB_TRACE("s3: %s %s%s%s -> %ld%s%s (%zu+%zu bytes, %.1f ms, attempt %d)", MethodName(r->method),
+             r->key.c_str(), r->query.empty() ? "" : "?", r->query.c_str(), r->outcome.http_status,
+             r->outcome.detail.empty() ? "" : " ", r->outcome.detail.c_str(), r->body_size,
+             r->received + r->response.size(),
+             std::chrono::duration<double, std::milli>(Clock::now() - t->started).count(),
+             t->attempt);
     if (S3Succeeded(r->outcome)) continue;
     if (st->failure.ok() && S3ShouldRetry(policy, t->attempt, r->outcome)) {
       const int next = t->attempt + 1;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,8 @@ class S3Client {
 
   // How many attempts were sent again since the client was made (all threads).
   uint64_t retries() const { return retries_.load(); }
+  // The most multipart uploads that sent their parts at once since the client was made.
+  int most_uploads_at_once() const { return most_uploads_.load(); }
 
   const S3Location& location() const { return location_; }
   // "s3:http://host:port/bucket/KEY", for messages.
@@ -94,6 +97,14 @@ class S3Client {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::atomic<size_t> next_slot_{0};
   std::atomic<uint64_t> retries_{0};
+  // Multipart uploads whose parts are in flight at once (S3Options::parallel_uploads): the
+  // others wait, their upload begun, and go the moment one ends (s3_client_ops.cpp).
+  int parallel_uploads_ = 0;
+  std::mutex uploads_mu_;
+  std::condition_variable uploads_cv_;
+  int uploads_running_ = 0;  // GUARDED_BY(uploads_mu_)
+  std::atomic<int> most_uploads_{0};
+  friend class UploadTurn;
 };
 
 // The pack store over `client` (s3_pack_store.cpp), for a store that shares its client.

@@ -1,7 +1,10 @@
 // The S3 client's composite operations, built from Run: listing page by page and uploads
 // (one PUT, or a multipart upload with its parts in flight). No libcurl here.
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 
+#include "common/cancel.h"
 #include "common/failpoint.h"
 #include "store/internal/s3_client.h"
 
@@ -76,6 +79,37 @@ Status S3Client::Upload(const std::string& key, const uint8_t* data, size_t size
   return RunOne(&r, "uploading " + Describe(key));
 }
 
+// One multipart upload's turn to send its parts (S3Client::parallel_uploads_ at once).
+class UploadTurn {
+ public:
+  explicit UploadTurn(S3Client& client) : client_(client) {}
+  ~UploadTurn() {
+    if (!held_) return;
+    std::lock_guard<std::mutex> lock(client_.uploads_mu_);
+    --client_.uploads_running_;
+    client_.uploads_cv_.notify_one();
+  }
+  UploadTurn(const UploadTurn&) = delete;
+  UploadTurn& operator=(const UploadTurn&) = delete;
+
+  // Waits for the turn; Cancelled when the run is interrupted meanwhile.
+  Status Wait(const std::string& what) {
+    std::unique_lock<std::mutex> lock(client_.uploads_mu_);
+    while (client_.parallel_uploads_ > 0 && client_.uploads_running_ >= client_.parallel_uploads_) {
+      if (CancellationRequested()) return Status::Cancelled(what + ": interrupted");
+      client_.uploads_cv_.wait_for(lock, std::chrono::milliseconds(200));
+    }
+    ++client_.uploads_running_;
+    client_.most_uploads_ = std::max(client_.most_uploads_.load(), client_.uploads_running_);
+    held_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  S3Client& client_;
+  bool held_ = false;
+};
+
 Status S3Client::UploadMultipart(const std::string& key, const uint8_t* data, size_t size) {
   const std::string what = "uploading " + Describe(key);
   S3Request start;
@@ -100,7 +134,12 @@ Status S3Client::UploadMultipart(const std::string& key, const uint8_t* data, si
     p.body_size = std::min(part, size - i * part);
     pointers.push_back(&p);
   }
-  Status status = Run(pointers, what);
+  Status status;
+  {
+    UploadTurn turn(*this);
+    status = turn.Wait(what);
+    if (status.ok()) status = Run(pointers, what);
+  }
   WB_FAILPOINT("s3.before-upload-complete");  // the parts are stored, the object is not
   std::string complete;
   if (status.ok()) {
