@@ -9,6 +9,11 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+#include <sodium.h>
 
 #include "repository/cache_refresh.h"
 #include "repository/catalog_rebuild.h"
@@ -40,15 +45,41 @@ Status MakeCacheDirs(const std::string& dir) {
 
 // What the cache must do to follow the store: nothing, when it names every pack the store holds
 // and none is larger in the store than it knows it. Another host that wrote adds packs; one that
-// pruned removes some; and a pack is uploaded with its header alone when it is made and whole
-// when it is closed, so a cache refreshed in between (another host's snapshot was running) knows
-// the header only, while the pack now holds that snapshot — which such a cache would not list,
-// and its prune would remove with the pack.
+// pruned removes some; and a pack uploaded again, longer (earlier versions put each new pack up
+// with its header alone, then whole), leaves a cache refreshed in between knowing the header
+// only, while the pack now holds a snapshot — which such a cache would not list, and its prune
+// would remove with the pack.
 Result<CacheRefreshPlan> PlanRefresh(catalog::Catalog& cat, PackStore& store) {
   WB_ASSIGN_OR_RETURN(std::vector<StoredPack> stored, store.List());
   WB_ASSIGN_OR_RETURN(std::vector<catalog::PackInfo> known, cat.Packs());
   WB_ASSIGN_OR_RETURN(const std::string examined, cat.GetSetting(kCacheExaminedPacks));
   return PlanCacheRefresh(known, stored, ParseExaminedPacks(examined));
+}
+
+// The objects (client and connections) of the last config.json read, for the next open of the
+// same URL with the same credentials in this process: a command reads config.json to learn
+// how the repository is unlocked, then opens it, and the open reuses the connection (a TCP
+// handshake, one round trip, saved). Taken once; never freed (reachable until exit).
+struct KeptObjects {
+  std::mutex mu;
+  std::string url;                     // GUARDED_BY(mu)
+  std::string fingerprint;             // GUARDED_BY(mu)
+  std::shared_ptr<S3Objects> objects;  // GUARDED_BY(mu)
+};
+
+KeptObjects& Kept() {
+  static KeptObjects* const kept = new KeptObjects;
+  return *kept;
+}
+
+// Which credentials: the key id, the region and a hash of the secret (never the secret).
+std::string CredentialsFingerprint(const S3Credentials& c) {
+  unsigned char hash[crypto_generichash_BYTES];
+  const std::string_view secret = c.secret_access_key.reveal();
+  crypto_generichash(hash, sizeof hash, reinterpret_cast<const unsigned char*>(secret.data()),
+                     secret.size(), nullptr, 0);
+  return c.access_key_id + "\n" + c.region + "\n" +
+         std::string(reinterpret_cast<const char*>(hash), sizeof hash);
 }
 
 }  // namespace
@@ -58,7 +89,26 @@ namespace internal {
 Result<std::shared_ptr<S3Objects>> OpenS3Objects(const std::string& url) {
   WB_ASSIGN_OR_RETURN(const S3Location location, ParseS3Url(url));
   WB_ASSIGN_OR_RETURN(S3Credentials credentials, S3CredentialsFromEnvironment());
+  const std::string fingerprint = CredentialsFingerprint(credentials);
+  {
+    KeptObjects& kept = Kept();
+    std::lock_guard<std::mutex> lock(kept.mu);
+    if (kept.objects && kept.url == url && kept.fingerprint == fingerprint) {
+      kept.url.clear();
+      return std::exchange(kept.objects, nullptr);
+    }
+  }
   return S3Objects::Open(location, std::move(credentials));
+}
+
+void KeepS3ObjectsForOpen(const std::string& url, std::shared_ptr<S3Objects> objects) {
+  Result<S3Credentials> credentials = S3CredentialsFromEnvironment();
+  if (!credentials.ok()) return;
+  KeptObjects& kept = Kept();
+  std::lock_guard<std::mutex> lock(kept.mu);
+  kept.url = url;
+  kept.fingerprint = CredentialsFingerprint(*credentials);
+  kept.objects = std::move(objects);
 }
 
 Result<RepositoryConfig> ReadS3Config(S3Objects& s3) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -26,11 +27,51 @@ struct IndexedChunk {
 // Object storage: record headers read at once, each a round trip of its own.
 constexpr size_t kRemoteHeaderReads = 64;
 
+// Runs step(0) .. step(count - 1) on up to `threads` threads (on this one when 1), in order of
+// index; once a step returns false no new step starts.
+void RunAtOnce(size_t threads, size_t count, const std::function<bool(size_t)>& step) {
+  threads = std::min(threads, count);
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i) {
+      if (!step(i)) return;
+    }
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < count && !failed; i = next++) {
+        if (!step(i)) failed = true;
+      }
+    });
+  }
+  for (std::thread& t : pool)
+    t.join();
+}
+
 // Each chunk's record header, read from its pack, must be its own (digest and size): a catalog
 // row pointing elsewhere is found before anything is written. On object storage the reads run
 // kRemoteHeaderReads at a time and stop at the first mismatch found.
 Status CheckRecordHeaders(Repository& repo, int64_t snapshot_id,
                           const std::vector<IndexedChunk>& chunks) {
+  // Every pack opened first, all at once: a chunk's check would otherwise wait for its pack's
+  // header to be read, and the threads on the chunks of the same few packs wait together,
+  // round trip after round trip.
+  std::vector<int64_t> packs;
+  for (const IndexedChunk& c : chunks)
+    packs.push_back(c.chunk.pack_id);
+  std::sort(packs.begin(), packs.end());
+  packs.erase(std::unique(packs.begin(), packs.end()), packs.end());
+  std::vector<Status> opened(packs.size());
+  RunAtOnce(repo.remote() ? kRemoteHeaderReads : 1, packs.size(), [&](size_t i) {
+    opened[i] = repo.Pack(packs[i]).status();
+    return opened[i].ok();
+  });
+  for (const Status& s : opened) {
+    if (!s.ok()) return s;
+  }
   std::vector<Status> outcome(chunks.size());
   auto check = [&](size_t i) {
     const catalog::ChunkRecord& c = chunks[i].chunk;
@@ -50,27 +91,10 @@ Status CheckRecordHeaders(Repository& repo, int64_t snapshot_id,
                                     " points at a pack record that is not its own"));
     }
   };
-  const size_t threads = repo.remote() ? std::min(kRemoteHeaderReads, chunks.size()) : 1;
-  if (threads <= 1) {
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      check(i);
-      if (!outcome[i].ok()) return outcome[i];
-    }
-    return Status::Ok();
-  }
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < chunks.size() && !failed; i = next++) {
-        check(i);
-        if (!outcome[i].ok()) failed = true;
-      }
-    });
-  }
-  for (std::thread& t : pool)
-    t.join();
+  RunAtOnce(repo.remote() ? kRemoteHeaderReads : 1, chunks.size(), [&](size_t i) {
+    check(i);
+    return outcome[i].ok();
+  });
   for (const Status& s : outcome) {
     if (!s.ok()) return s;
   }
