@@ -243,6 +243,27 @@ Status Rebuilder::AddReader(const std::string& name, PrefetchedReader** ahead) {
   return Status::Ok();
 }
 
+// A pack whose header does not check (`why`): left out, or the reason for a full rebuild when
+// the catalog indexes records of it.
+Status Rebuilder::LeaveOut(const PackFile& pack, int64_t known_id, const PackReader& reader,
+                           const Status& why) {
+  // On S3 the header is the pack's first request (opening sends none): a store that does not
+  // answer, refused keys or an interrupt stop the rebuild, they do not leave packs out.
+  if (repo_.remote() && why.code() != StatusCode::kCorruption) return why;
+  if (known_id != 0) {  // the catalog indexes records of it: a full rebuild leaves them out
+    needs_full_ = true;
+    needs_full_why_ = why.message();
+    return Status::Ok();
+  }
+  report_.problems.push_back(why.message() + "; left out");
+  // Not what a failed read says, nor a pack the listing named and the store then did not have
+  // (it is read again next time): only a pack that is there and is not one of ours.
+  if (options_.cache && why.code() == StatusCode::kCorruption && reader.Size().ok())
+    examined_[pack.name] = pack.size;
+  bytes_done_ += pack.size;
+  return Status::Ok();
+}
+
 Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t from) {
   const std::string path = repo_.packs().Describe(pack.name);
   PrefetchedReader* ahead = nullptr;  // its headers read ahead (StartReading)
@@ -250,16 +271,7 @@ Status Rebuilder::IndexPack(const PackFile& pack, int64_t known_id, uint64_t fro
   const ForgetAhead forget(ahead);  // on every way out of the walk
   const PackReader& reader = *readers_.back();
   if (Status s = CheckPackHeader(reader, repo_.config().id, path); !s.ok()) {
-    if (known_id != 0) {  // the catalog indexes records of it: a full rebuild leaves them out
-      needs_full_ = true;
-      needs_full_why_ = s.message();
-      return Status::Ok();
-    }
-    report_.problems.push_back(s.message() + "; left out");
-    // Not what a failed read says: that one is read again next time.
-    if (options_.cache && s.code() == StatusCode::kCorruption) examined_[pack.name] = pack.size;
-    bytes_done_ += pack.size;
-    return Status::Ok();
+    return LeaveOut(pack, known_id, reader, s);
   }
   int64_t pack_id = known_id;
   if (pack_id == 0) {

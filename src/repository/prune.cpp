@@ -102,8 +102,11 @@ struct UnlistedSnapshot {
 Status SealedSnapshotsIn(Repository& repo, RecordCodec& codec, const std::string& pack,
                          uint64_t offset, uint64_t size, std::vector<UnlistedSnapshot>* found) {
   WB_ASSIGN_OR_RETURN(std::unique_ptr<PackReader> reader, repo.packs().Open(pack));
-  // Not this repository's pack (or no pack at all): it holds none of its snapshots.
-  if (!CheckPackHeader(*reader, repo.config().id, pack).ok()) return Status::Ok();
+  // Not this repository's pack (or no pack at all): it holds none of its snapshots. A store
+  // that does not answer (on S3 the header is the first request) stops prune instead.
+  const Status header = CheckPackHeader(*reader, repo.config().id, pack);
+  if (header.code() == StatusCode::kCorruption) return Status::Ok();
+  WB_RETURN_IF_ERROR(header);
   for (offset = std::max<uint64_t>(offset, kPackHeaderSize); offset + kRecordHeaderSize <= size;) {
     uint8_t bytes[kRecordHeaderSize];
     WB_RETURN_IF_ERROR(reader->ReadAt(offset, bytes, sizeof bytes));

@@ -240,9 +240,10 @@ Status Repository::Init(const std::string& path, const InitOptions& o) {
 
 Result<RepositoryConfig> Repository::ReadConfig(const std::string& path) {
   if (IsS3Url(path)) {
-    WB_ASSIGN_OR_RETURN(std::shared_ptr<S3Objects> s3, internal::OpenS3Objects(path));
+    std::string fingerprint;
+    WB_ASSIGN_OR_RETURN(std::shared_ptr<S3Objects> s3, internal::OpenS3Objects(path, &fingerprint));
     Result<RepositoryConfig> config = internal::ReadS3Config(*s3);
-    if (config.ok()) internal::KeepS3ObjectsForOpen(path, std::move(s3));
+    if (config.ok()) internal::KeepS3ObjectsForOpen(path, fingerprint, std::move(s3));
     return config;
   }
   const std::string config_path = Join(path, kConfigName);

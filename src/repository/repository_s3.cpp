@@ -86,28 +86,31 @@ std::string CredentialsFingerprint(const S3Credentials& c) {
 
 namespace internal {
 
-Result<std::shared_ptr<S3Objects>> OpenS3Objects(const std::string& url) {
+Result<std::shared_ptr<S3Objects>> OpenS3Objects(const std::string& url, std::string* fingerprint) {
   WB_ASSIGN_OR_RETURN(const S3Location location, ParseS3Url(url));
   WB_ASSIGN_OR_RETURN(S3Credentials credentials, S3CredentialsFromEnvironment());
-  const std::string fingerprint = CredentialsFingerprint(credentials);
+  const std::string used = CredentialsFingerprint(credentials);
+  if (fingerprint != nullptr) *fingerprint = used;
   {
+    // Taken when it fits, dropped when it does not: objects kept for another URL or other
+    // credentials (a job runner's previous job) hold their secret no longer than this.
     KeptObjects& kept = Kept();
     std::lock_guard<std::mutex> lock(kept.mu);
-    if (kept.objects && kept.url == url && kept.fingerprint == fingerprint) {
-      kept.url.clear();
-      return std::exchange(kept.objects, nullptr);
-    }
+    std::shared_ptr<S3Objects> objects = std::exchange(kept.objects, nullptr);
+    const bool fits = objects && kept.url == url && kept.fingerprint == used;
+    kept.url.clear();
+    kept.fingerprint.clear();
+    if (fits) return objects;
   }
   return S3Objects::Open(location, std::move(credentials));
 }
 
-void KeepS3ObjectsForOpen(const std::string& url, std::shared_ptr<S3Objects> objects) {
-  Result<S3Credentials> credentials = S3CredentialsFromEnvironment();
-  if (!credentials.ok()) return;
+void KeepS3ObjectsForOpen(const std::string& url, const std::string& fingerprint,
+                          std::shared_ptr<S3Objects> objects) {
   KeptObjects& kept = Kept();
   std::lock_guard<std::mutex> lock(kept.mu);
   kept.url = url;
-  kept.fingerprint = CredentialsFingerprint(*credentials);
+  kept.fingerprint = fingerprint;
   kept.objects = std::move(objects);
 }
 

@@ -25,10 +25,14 @@ Status CheckNewRepositoryOptions(const InitOptions& o);
 Result<RepositoryConfig> NewRepositoryConfig(const InitOptions& o);
 
 // The S3 store of the repository at `url` (credentials from the environment).
-Result<std::shared_ptr<S3Objects>> OpenS3Objects(const std::string& url);
-// Hands `objects` (opened for `url`) to the next OpenS3Objects of the same URL and credentials
-// in this process, which takes them instead of making new ones (repository_s3.cpp).
-void KeepS3ObjectsForOpen(const std::string& url, std::shared_ptr<S3Objects> objects);
+// With `fingerprint`, says which credentials the objects use (for KeepS3ObjectsForOpen).
+Result<std::shared_ptr<S3Objects>> OpenS3Objects(const std::string& url,
+                                                 std::string* fingerprint = nullptr);
+// Hands `objects` (opened for `url` with the credentials `fingerprint` names) to the next
+// OpenS3Objects of the same URL and credentials in this process, which takes them instead of
+// making new ones; any other OpenS3Objects drops them (repository_s3.cpp).
+void KeepS3ObjectsForOpen(const std::string& url, const std::string& fingerprint,
+                          std::shared_ptr<S3Objects> objects);
 // config.json of an S3 repository; NotFound naming a missing bucket or a missing repository.
 Result<RepositoryConfig> ReadS3Config(S3Objects& s3);
 

@@ -69,6 +69,8 @@ class Rebuilder {
   // Indexes the records of `pack` from `from` on. `known_id`: the pack's row in the catalog
   // already (a pack that grew since it was indexed up to `from`); 0: a new row.
   Status IndexPack(const PackFile& pack, int64_t known_id = 0, uint64_t from = kPackHeaderSize);
+  Status LeaveOut(const PackFile& pack, int64_t known_id, const PackReader& reader,
+                  const Status& why);
   // The store's reader of pack `name`, counting what is read through it (RebuildReport::reads).
   // Thread-safe (HeaderPrefetch's workers call it).
   Result<std::unique_ptr<PackReader>> OpenPack(const std::string& name);

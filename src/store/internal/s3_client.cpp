@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/cancel.h"
+#include "common/text.h"
 #include "common/trace.h"
 
 namespace wanbackup::pipeline::internal {
@@ -458,8 +459,8 @@ void S3Client::Impl::Collect(RunState* st) {
     S3Request* r = t->request;
     WB_TRACE("s3: %s %s%s%s -> %ld%s%s (%zu+%zu bytes, %.1f ms, attempt %d)", MethodName(r->method),
              r->key.c_str(), r->query.empty() ? "" : "?", r->query.c_str(), r->outcome.http_status,
-             r->outcome.detail.empty() ? "" : " ", r->outcome.detail.c_str(), r->body_size,
-             r->received + r->response.size(),
+             r->outcome.detail.empty() ? "" : " ", EscapeForTerminal(r->outcome.detail).c_str(),
+             r->body_size, r->received + r->response.size(),
              std::chrono::duration<double, std::milli>(Clock::now() - t->started).count(),
              t->attempt);
     if (S3Succeeded(r->outcome)) continue;
