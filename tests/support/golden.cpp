@@ -1,9 +1,11 @@
 #include "support/golden.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -45,6 +47,26 @@ const std::set<std::string> kVolatileKeys = {
 // Objects whose every value is volatile (their keys are pinned).
 const std::set<std::string> kVolatileObjects = {"cpu_seconds"};
 
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// Each line number where `a` and `b` differ, with both lines ("-" for a missing one).
+std::string DifferingLines(const std::string& a, const std::string& b) {
+  const std::vector<std::string> la = Lines(a), lb = Lines(b);
+  std::string out;
+  for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+    const std::string x = i < la.size() ? la[i] : "-", y = i < lb.size() ? lb[i] : "-";
+    if (x != y)
+      out += std::to_string(i + 1) + ": " + x + "\n" + std::to_string(i + 1) + ": " + y + "\n";
+  }
+  return out;
+}
+
 std::string Placeholder(const nlohmann::json& value) {
   return value.is_number() ? "<number>" : "<string>";
 }
@@ -85,7 +107,12 @@ void CheckGolden(const std::string& name, const std::string& actual) {
   }
   INFO("golden file " << path << " (scripts/update-golden rewrites it after a deliberate change)");
   REQUIRE(std::filesystem::exists(path));
-  CHECK(ReadFile(path) == actual);
+  const std::string expected = ReadFile(path);
+  // Only the lines that differ, not both texts whole: a CI log may show just the start of a
+  // long failure.
+  INFO("differing lines (golden, then actual):\n" << DifferingLines(expected, actual));
+  const bool same = expected == actual;
+  CHECK(same);
 }
 
 std::string JsonShape(const std::string& json, const std::string& tmp,
