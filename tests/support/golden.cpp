@@ -61,8 +61,9 @@ std::string DifferingLines(const std::string& a, const std::string& b) {
   std::string out;
   for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
     const std::string x = i < la.size() ? la[i] : "-", y = i < lb.size() ? lb[i] : "-";
-    if (x != y)
-      out += std::to_string(i + 1) + ": " + x + "\n" + std::to_string(i + 1) + ": " + y + "\n";
+    if (x == y) continue;
+    const std::string number = std::to_string(i + 1) + ": ";
+    out.append(number).append(x).append("\n").append(number).append(y).append("\n");
   }
   return out;
 }
