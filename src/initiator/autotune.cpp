@@ -24,7 +24,7 @@ int ChooseConnections(const TuningRequest& r, double rtt_s) {
   if (rtt_s < kShortRttSeconds) return 1;  // one connection fills the link; more only cost CPU
   const int c =
       static_cast<int>(std::ceil(kAssumedLinkBytesPerSecond * rtt_s / kSharedWindowBytesPerRtt));
-  return std::clamp(c, kMinWanConnections, kMaxConnections);
+  return std::clamp(c, kMinWanConnections, MaxConnections(r.rtt));
 }
 
 // B: as given or the default, within the LUN's transfer limit and size, whole blocks.
@@ -106,7 +106,7 @@ void FillPlan(const TuningRequest& r, uint64_t cap, int c, int n, uint64_t b, Tu
   plan->max_connections =
       plan->adapt_connections
           ? static_cast<int>(std::clamp<uint64_t>(cap / per_connection, static_cast<uint64_t>(c),
-                                                  kMaxConnections))
+                                                  static_cast<uint64_t>(MaxConnections(r.rtt))))
           : c;
 }
 
@@ -255,6 +255,14 @@ int ChooseConnection(std::span<const ConnectionLoad> connections, int in_flight,
     }
   }
   return best;
+}
+
+int MaxConnections(std::chrono::nanoseconds rtt) {
+  const double rtt_s = std::chrono::duration<double>(rtt).count();
+  const double windows = kLongRttWindowMargin * kAssumedLinkBytesPerSecond * rtt_s /
+                         static_cast<double>(kReceiveWindowBytes);
+  if (!(windows > kMaxConnections)) return kMaxConnections;  // also NaN
+  return static_cast<int>(std::min<double>(std::ceil(windows), kMaxLongRttConnections));
 }
 
 uint64_t BufferBudget(uint64_t max_memory) {

@@ -29,7 +29,9 @@
 //     else at what a 1 Gbit/s link needs when each connection carries only Ws = 0.5 MB per
 //     round trip — what one tgt connection was measured to carry once several share a full,
 //     lossy link (the 2.5 MB above is its ceiling alone):
-//     C = ceil(125 MB/s · RTT / Ws), at least 4, at most 16 (8 at 32 ms RTT, 16 from 64 ms).
+//     C = ceil(125 MB/s · RTT / Ws), at least 4, at most 16 (8 at 32 ms RTT, 16 from 64 ms),
+//     or more from about 130 ms one-way, where 16 receive windows do not hold the round trip
+//     (MaxConnections, below: 18 at 150 ms, 24 at 200 ms).
 //     While reading, ConnectionScaler adds half again as many as long as each step raises
 //     throughput by 20 % or more (measured over at least 1 s or 8 RTT, after the start-up
 //     ramp); a smaller bar let the ramp's own growth pass for a gain and added connections
@@ -62,8 +64,24 @@ inline constexpr double kShortRttSeconds = 0.002;
 inline constexpr int kMinWanConnections = 4;
 inline constexpr double kAssumedLinkBytesPerSecond = 125e6;
 inline constexpr int kMaxConnections = 16;
+// Beyond 16 only where the round trip needs more: Linux offers a connection a receive window of
+// at most half its net.ipv4.tcp_rmem maximum (6 MiB by default, so 3 MiB), and a connection
+// carries no more than that per round trip whatever we keep outstanding on it. 16 of them hold
+// 50 MB, the whole bandwidth-delay product of 1 Gbit/s at 200 ms one-way, with no room for the
+// windows that a loss has just cut: a 16 GiB copy there carried 114.5 MB/s steady with 16
+// connections and 119.4 with 24 (docs/performance.md, "Steady state at 150 and 200 ms"). So
+// the cap is kLongRttWindowMargin x 125 MB/s x RTT in windows of kReceiveWindowBytes, at
+// least kMaxConnections and at most kMaxLongRttConnections: 16 up to about 130 ms one-way, 18
+// at 150 ms, 24 at 200 ms. MaxConnections(rtt) below.
+inline constexpr uint64_t kReceiveWindowBytes = 3 << 20;
+inline constexpr double kLongRttWindowMargin = 1.5;
+inline constexpr int kMaxLongRttConnections = 32;
 inline constexpr int kMaxQueueDepth = 64;
 inline constexpr uint64_t kDefaultMaxMemory = 256ull << 20;
+
+// The most connections autotune opens at `rtt` (see kMaxConnections): 16, or more from about
+// 130 ms one-way, up to kMaxLongRttConnections.
+int MaxConnections(std::chrono::nanoseconds rtt);
 
 // What of a --max-memory budget may go to data buffers: the rest is left for the program itself
 // (code, libraries, queues), so that its whole resident size stays within the budget.

@@ -376,7 +376,7 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
                                })},
       {"login_timeout", String(&j->login_timeout, Duration)},
       {"command_timeout", String(&j->command_timeout, Duration)},
-      {"connections", Integer(&j->connections, 1, 16)},
+      {"connections", Integer(&j->connections, 1, 32)},
       {"queue_depth", Integer(&j->queue_depth, 1, 64)},
       {"io_size", String(&j->io_size, Size)},
       {"max_memory", String(&j->max_memory, Size)},

@@ -4,6 +4,7 @@
 
 using namespace std::chrono_literals;
 using wanbackup::initiator::ConnectionScaler;
+using wanbackup::initiator::MaxConnections;
 using wanbackup::initiator::PlanTransfer;
 using wanbackup::initiator::TuningPlan;
 using wanbackup::initiator::TuningRequest;
@@ -28,7 +29,37 @@ TEST_CASE("autotune: one connection on a LAN and more the longer the round trip"
   CHECK(PlanTransfer(Lun(30ms)).connections == 8);
   CHECK(PlanTransfer(Lun(62ms)).connections == 16);
   CHECK(PlanTransfer(Lun(105ms)).connections == 16);
-  CHECK(PlanTransfer(Lun(2s)).connections == 16);
+  CHECK(PlanTransfer(Lun(250ms)).connections == 16);
+}
+
+TEST_CASE(
+    "autotune: more than 16 connections only where 16 receive windows do not hold the "
+    "round trip",
+    "[autotune]") {
+  // 1.5 x 125 MB/s x RTT in windows of 3 MiB (Linux's default receive window at most).
+  CHECK(MaxConnections(2ms) == 16);
+  CHECK(MaxConnections(260ms) == 16);  // 15.5 windows
+  CHECK(MaxConnections(300ms) == 18);  // 150 ms one-way
+  CHECK(MaxConnections(400ms) == 24);  // 200 ms one-way
+  CHECK(MaxConnections(2s) == 32);
+  CHECK(PlanTransfer(Lun(300ms)).connections == 18);
+  const TuningPlan far = PlanTransfer(Lun(400ms));
+  CHECK(far.connections == 24);
+  CHECK(far.max_connections == 24);
+  // Together still one bandwidth-delay product (50 MB): 24 x 8 x 256 KiB.
+  CHECK(far.queue_depth == 8);
+  CHECK(PlanTransfer(Lun(2s)).connections == 32);
+  CHECK(wanbackup::initiator::PlanWrite(Lun(400ms), wanbackup::initiator::NegotiatedParams{})
+            .connections == 24);
+  // What the user asks for is used as is, and the memory cap still binds.
+  TuningRequest given = Lun(400ms);
+  given.connections = 16;
+  CHECK(PlanTransfer(given).connections == 16);
+  TuningRequest tight = Lun(400ms);
+  tight.max_memory = 20ull << 20;
+  const TuningPlan small = PlanTransfer(tight);
+  CHECK(static_cast<uint64_t>(small.connections) * (small.queue_depth + 1) * small.io_size <=
+        15ull << 20);
 }
 
 TEST_CASE("autotune: 256 KiB READs, together one bandwidth-delay product in flight", "[autotune]") {
