@@ -155,7 +155,10 @@ TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated)
   const uint64_t block = std::max<uint32_t>(r.block_size, 512);
   const double rtt_s = std::chrono::duration<double>(r.rtt).count();
   std::string notes;
+  // On a WAN every connection the round trip allows (autotune.h, above kWriteMargin), not a read's
+  // count: K below sets the memory, whatever C is.
   int c = ChooseConnections(r, rtt_s);
+  if (r.connections == 0 && rtt_s >= kShortRttSeconds) c = MaxConnections(r.rtt);
   uint64_t b = ChooseWriteSize(r, negotiated, block, &notes);
   const int trips = WriteRoundTrips(b, negotiated);
   int n = r.queue_depth;

@@ -126,8 +126,15 @@ TuningPlan PlanTransfer(const TuningRequest& request);
 // (one round trip each), else of unsolicited + one burst (two round trips; 264 KiB against
 // tgt's defaults: 8 KiB immediate, 256 KiB bursts), and keeps
 //   K = kWriteMargin x assumed link rate x (R x RTT + kWriteRecoverySeconds) / B
-// of them in flight over the same C connections as a read, N = K / C each (at least 2, at most
-// kMaxQueueDepth; tgt takes 128 per session). Why more than rate x R x RTT: a WRITE holds its
+// of them in flight over C connections, N = K / C each (at least 2, at most kMaxQueueDepth; tgt
+// takes 128 per session). C is 1 on a LAN, else MaxConnections(RTT) (16 up to about 130 ms
+// one-way): more than a read's count, because the data is what our own TCP sends, and behind a
+// full drop-tail queue the more flows share it, the less one loss cuts of the whole. Restores
+// of 1 GiB through the emulated 1 Gbit/s link, interleaved, 2026-11-29: at 16 ms one-way 9
+// connections (a read's count) carried 104.4-113.7 MB/s (median 107.3, 5 runs) and 16 carried
+// 114.1-115.6 (114.4) beside iperf3 -P8's 117.2; at 8 ms 4 carried 111.0-117.3 and 16
+// 116.1-117.6 beside 119.2; 4 and 6 at 16 ms were worse (86.9-109.6). K, and so the memory,
+// does not depend on C. Why more than rate x R x RTT: a WRITE holds its
 // buffer until the target's status, also while its data waits its turn on its connection and
 // while that connection recovers a lost segment. Behind a 2 MiB queue 9-16 connections lose
 // 5-16 % of their segments there (measured with bbr senders; iperf3 -P8 loses as many), and a
@@ -136,7 +143,8 @@ TuningPlan PlanTransfer(const TuningRequest& request);
 // from /dev/shm (docs/performance.md, "Writing a LUN"): at 16 ms one-way 9 x 7 WRITEs carried 83-86
 // MB/s, 9 x 14 98-103 and 9 x 28 103-107 beside iperf3 -P8's 112-116; at 64 ms 16 x 15 carried
 // 66-72 and 16 x 30 68-83 beside 78-83; at 0 ms 1 x 2 carried 81 and 1 x 64 107 beside 119. This
-// rule gives 9 x 28, 16 x 27 and 1 x 64 there (RTT 32.3, 128.3 and 0.1 ms).
+// rule gave 9 x 28 at 32.3 ms RTT with a read's connections; now 16 x 16, and 16 x 27 and 1 x 64 at
+// 128.3 and 0.1 ms.
 inline constexpr double kWriteMargin = 2.0;
 inline constexpr double kWriteRecoverySeconds = 0.2;
 inline constexpr uint64_t kMinUnsolicitedWrite = 64 << 10;

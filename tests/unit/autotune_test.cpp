@@ -276,10 +276,14 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
 
   const TuningPlan at32 = PlanWrite(Lun(32ms), tgt);
   CHECK(at32.io_size == 264u << 10);
-  CHECK(at32.connections == 8);
+  // Every connection the round trip allows (a read starts with 8 here).
+  CHECK(at32.connections == 16);
+  CHECK(PlanTransfer(Lun(32ms)).connections == 8);
   // 2 (margin) x 125 MB/s x (32 ms x 2 round trips + 200 ms of loss recovery) / 264 KiB = 245
-  // WRITEs in flight, 31 per connection.
-  CHECK(at32.queue_depth == 31);
+  // WRITEs in flight, 16 per connection: the same memory as over 8.
+  CHECK(at32.queue_depth == 16);
+  CHECK(PlanWrite(Lun(8ms), tgt).connections == 16);
+  CHECK(PlanWrite(Lun(400ms), tgt).connections == 24);
   const TuningPlan at128 = PlanWrite(Lun(128ms), tgt);
   CHECK(at128.connections == 16);
   CHECK(at128.queue_depth == 27);  // 422 WRITEs in flight
@@ -298,7 +302,7 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
   const TuningPlan free = PlanWrite(Lun(32ms), open);
   CHECK(free.io_size == 256u << 10);
   CHECK(WriteRoundTrips(free.io_size, open) == 1);
-  CHECK(free.queue_depth == 28);  // 2 x 125 MB/s x 232 ms / 256 KiB = 222 over 8 connections
+  CHECK(free.queue_depth == 14);  // 2 x 125 MB/s x 232 ms / 256 KiB = 222 over 16 connections
 
   // No immediate data at all: every byte waits for an R2T.
   NegotiatedParams none = tgt;
