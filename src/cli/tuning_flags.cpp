@@ -113,7 +113,7 @@ std::string WriteTuneHelp() {
          "  most a read may use (16, more from about 130 ms one-way): the data goes out on our\n"
          "  own TCP connections, and the more of them share a full router queue, the less one\n"
          "  loss costs (at 16 ms one-way 16 connections restored 1 GiB at 114 MB/s where 9 did\n"
-         "  107). At 32 ms RTT that is 16 x 16 WRITEs of 264 KiB (64 MiB), at 128 ms 16 x 27\n"
+         "  107). At 32 ms RTT that is 16 x 16 WRITEs of 264 KiB (66 MiB), at 128 ms 16 x 27\n"
          "  (111 MiB); within --max-memory. --queue-depth and --io-size then count WRITEs.\n"
          "  `wanbackup probe URL` shows what a WRITE costs on that target (docs/operations.md,\n"
          "  \"Writing to a LUN across a WAN\", has the target's side).\n";

@@ -78,7 +78,8 @@ std::string Explain(const TuningPlan& plan, double rtt_s, const std::string& not
       buf, sizeof buf, "RTT %.1f ms: %d connection%s x %d %s x %llu KiB in flight (%llu MiB)%s%s",
       rtt_s * 1e3, c, c == 1 ? "" : "s", n, commands, static_cast<unsigned long long>(b >> 10),
       static_cast<unsigned long long>(uint64_t(c) * uint64_t(n) * b >> 20),
-      plan.adapt_connections ? ", more connections while they help" : "",
+      plan.adapt_connections && plan.max_connections > c ? ", more connections while they help"
+                                                         : "",
       plan.pace_reads ? ", paced over the round trip" : "");
   std::string explanation = buf;
   if (!notes.empty()) explanation += ";" + notes.substr(0, notes.size() - 1);
@@ -155,20 +156,32 @@ TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated)
   const uint64_t block = std::max<uint32_t>(r.block_size, 512);
   const double rtt_s = std::chrono::duration<double>(r.rtt).count();
   std::string notes;
-  // On a WAN every connection the round trip allows (autotune.h, above kWriteMargin), not a read's
-  // count: K below sets the memory, whatever C is.
-  int c = ChooseConnections(r, rtt_s);
-  if (r.connections == 0 && rtt_s >= kShortRttSeconds) c = MaxConnections(r.rtt);
+  const int read_c = ChooseConnections(r, rtt_s);
   uint64_t b = ChooseWriteSize(r, negotiated, block, &notes);
   const int trips = WriteRoundTrips(b, negotiated);
-  int n = r.queue_depth;
-  if (n == 0) {
-    const double in_flight =
-        std::ceil(kWriteMargin * kAssumedLinkBytesPerSecond *
-                  (rtt_s * trips + kWriteRecoverySeconds) / static_cast<double>(b));
-    n = std::clamp(static_cast<int>(std::ceil(in_flight / c)), 2, kMaxQueueDepth);
-  }
   const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);
+  int c = read_c, n = r.queue_depth;
+  if (n == 0) {
+    const double k = std::ceil(kWriteMargin * kAssumedLinkBytesPerSecond *
+                               (rtt_s * trips + kWriteRecoverySeconds) / static_cast<double>(b));
+    const auto per_connection = [&](int connections) {
+      return std::clamp(static_cast<int>(std::ceil(k / connections)), 2, kMaxQueueDepth);
+    };
+    n = per_connection(c);
+    // On a WAN the K WRITEs go over every connection the round trip allows (autotune.h, above
+    // kWriteMargin), not a read's count, as long as that fits the memory cap as it is: each
+    // connection holds one spare buffer, and a tight --max-memory keeps its WRITEs in flight.
+    if (r.connections == 0 && rtt_s >= kShortRttSeconds) {
+      for (int more = MaxConnections(r.rtt); more > c; --more) {
+        const int m = per_connection(more);
+        if (static_cast<uint64_t>(more) * static_cast<uint64_t>(m + 1) * b <= cap) {
+          c = more;
+          n = m;
+          break;
+        }
+      }
+    }
+  }
   FitMemory(r, block, cap, &c, &n, &b, &notes);
   TuningPlan plan;
   FillPlan(r, cap, c, n, b, &plan);

@@ -133,10 +133,12 @@ TuningPlan PlanTransfer(const TuningRequest& request);
 // of 1 GiB through the emulated 1 Gbit/s link, interleaved, 2026-11-29: at 16 ms one-way 9
 // connections (a read's count) carried 104.4-113.7 MB/s (median 107.3, 5 runs) and 16 carried
 // 114.1-115.6 (114.4) beside iperf3 -P8's 117.2; at 8 ms 4 carried 111.0-117.3 and 16
-// 116.1-117.6 beside 119.2; 4 and 6 at 16 ms were worse (86.9-109.6). K, and so the memory,
-// does not depend on C. Why more than rate x R x RTT: a WRITE holds its
-// buffer until the target's status, also while its data waits its turn on its connection and
-// while that connection recovers a lost segment. Behind a 2 MiB queue 9-16 connections lose
+// 116.1-117.6 beside 119.2; 4 and 6 at 16 ms were worse (86.9-109.6). K stays what it is; only
+// the spare buffer per connection adds, and more connections than a read's are taken only
+// where those spares fit the memory cap (else a read's count, as before). A --queue-depth
+// given keeps a read's count too (it is per connection). Why more than rate x R x RTT: a WRITE
+// holds its buffer until the target's status, also while its data waits its turn on its connection
+// and while that connection recovers a lost segment. Behind a 2 MiB queue 9-16 connections lose
 // 5-16 % of their segments there (measured with bbr senders; iperf3 -P8 loses as many), and a
 // WRITE whose tail was lost waits for a retransmission timeout, at least 200 ms on Linux
 // (TCP_RTO_MIN), whatever the RTT. Measured against tgt through the emulated 1 Gbit/s link, 1 GiB

@@ -82,6 +82,8 @@ TEST_CASE("cli: bad input exits non-zero with one line on stderr", "[cli]") {
              6,
              "/nonexistent"},
         Case{{"probe", url, "--target-chap-user", "t"}, 2, "needs --chap-user"},
+        Case{{"probe", url, "--connections", "33"}, 2, "--connections"},
+        Case{{"probe", url, "--connections", "0"}, 2, "--connections"},
         // Caught before anything is opened: a LUN or a file named twice.
         Case{{"copy", url, url}, 2, "is the source of this copy"},
         Case{{"copy", "/nonexistent/a.img", "/nonexistent/a.img"}, 2, "is the source of this copy"},

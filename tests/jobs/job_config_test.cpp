@@ -99,6 +99,11 @@ TEST_CASE("job config: a value of the wrong type or out of range is refused", "[
         d.config + ":10: jobs.db.keep_last: must be a whole number");
   CHECK(d.Refused(d.Repos() + d.Job() + "connections = 99\n") ==
         d.config + ":10: jobs.db.connections: must lie from 1 to 32");
+  CHECK(d.Refused(d.Repos() + d.Job() + "connections = 33\n") ==
+        d.config + ":10: jobs.db.connections: must lie from 1 to 32");
+  const Result<Config> most = d.Load(d.Repos() + d.Job() + "connections = 32\n");
+  REQUIRE(most.ok());
+  CHECK(most->jobs.at("db").connections == 32);
   CHECK(
       d.Refused(d.Repos() + d.Job() + "limit_rate = \"20Mb\"\n").find(":10: jobs.db.limit_rate") !=
       std::string::npos);

@@ -55,16 +55,33 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-// Each line number where `a` and `b` differ, with both lines ("-" for a missing one).
+// Each line number where `a` and `b` differ, with both lines ("<no line>" where one text is
+// shorter; a carriage return shown as \r), at most kMostDifferences of them: one inserted line
+// makes every later line differ.
+constexpr int kMostDifferences = 20;
 std::string DifferingLines(const std::string& a, const std::string& b) {
   const std::vector<std::string> la = Lines(a), lb = Lines(b);
+  const auto show = [](const std::vector<std::string>& lines, size_t i) {
+    if (i >= lines.size()) return std::string("<no line>");
+    std::string line;
+    for (const char ch : lines[i])
+      line += ch == '\r' ? std::string("\\r") : std::string(1, ch);
+    return line;
+  };
   std::string out;
+  int shown = 0;
   for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
-    const std::string x = i < la.size() ? la[i] : "-", y = i < lb.size() ? lb[i] : "-";
-    if (x == y) continue;
+    if (i < la.size() && i < lb.size() && la[i] == lb[i]) continue;
+    if (++shown > kMostDifferences) {
+      out.append("(more lines differ)\n");
+      break;
+    }
     const std::string number = std::to_string(i + 1) + ": ";
-    out.append(number).append(x).append("\n").append(number).append(y).append("\n");
+    out.append(number).append(show(la, i)).append("\n").append(number).append(show(lb, i));
+    out.append("\n");
   }
+  if (out.empty() && a != b)
+    out = "every line is the same: the texts differ in their final newline\n";
   return out;
 }
 

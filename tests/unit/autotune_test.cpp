@@ -49,17 +49,14 @@ TEST_CASE(
   // Together still one bandwidth-delay product (50 MB): 24 x 8 x 256 KiB.
   CHECK(far.queue_depth == 8);
   CHECK(PlanTransfer(Lun(2s)).connections == 32);
-  CHECK(wanbackup::initiator::PlanWrite(Lun(400ms), wanbackup::initiator::NegotiatedParams{})
-            .connections == 24);
-  // What the user asks for is used as is, and the memory cap still binds.
-  TuningRequest given = Lun(400ms);
-  given.connections = 16;
-  CHECK(PlanTransfer(given).connections == 16);
+  CHECK(MaxConnections(268ms) == 16);  // 15.98 windows
+  CHECK(MaxConnections(270ms) == 17);
+  // The memory cap binds as before: N shrinks first (15 MiB of buffers: 24 x 2 x 256 KiB = 12).
   TuningRequest tight = Lun(400ms);
   tight.max_memory = 20ull << 20;
   const TuningPlan small = PlanTransfer(tight);
-  CHECK(static_cast<uint64_t>(small.connections) * (small.queue_depth + 1) * small.io_size <=
-        15ull << 20);
+  CHECK(small.connections == 24);
+  CHECK(small.queue_depth == 1);
 }
 
 TEST_CASE("autotune: 256 KiB READs, together one bandwidth-delay product in flight", "[autotune]") {
@@ -76,6 +73,7 @@ TEST_CASE("autotune: 256 KiB READs, together one bandwidth-delay product in flig
 
   CHECK(PlanTransfer(Lun(128ms)).queue_depth == 4);  // 16 x 1 MiB >= 16 MB
   const TuningPlan far = PlanTransfer(Lun(200ms));   // 16 x 1.5 MiB >= 25 MB
+  INFO(far.explanation << " n=" << far.queue_depth << " b=" << far.io_size);
   CHECK(far.connections == 16);
   CHECK(far.queue_depth == 6);
   const uint64_t in_flight = static_cast<uint64_t>(far.connections) * far.queue_depth * far.io_size;
@@ -283,7 +281,32 @@ TEST_CASE("autotune: WRITEs of the immediate data plus one burst, enough of them
   // WRITEs in flight, 16 per connection: the same memory as over 8.
   CHECK(at32.queue_depth == 16);
   CHECK(PlanWrite(Lun(8ms), tgt).connections == 16);
-  CHECK(PlanWrite(Lun(400ms), tgt).connections == 24);
+  CHECK(PlanWrite(Lun(1900us), tgt).connections == 1);  // a LAN
+  CHECK(PlanWrite(Lun(2100us), tgt).connections == 16);
+  // What the user gives is kept: connections, or N per connection (then C is a read's).
+  TuningRequest given = Lun(32ms);
+  given.connections = 9;
+  CHECK(PlanWrite(given, tgt).connections == 9);
+  CHECK(PlanWrite(given, tgt).queue_depth == 28);
+  given = Lun(32ms);
+  given.queue_depth = 10;
+  CHECK(PlanWrite(given, tgt).connections == 8);
+  CHECK(PlanWrite(given, tgt).queue_depth == 10);
+  // More connections only where their spare buffers fit the memory cap as it is; else a read's
+  // count, and FitMemory as before.
+  TuningRequest tight = Lun(32ms);
+  tight.max_memory = 32ull << 20;  // 24 MiB of buffers: 8 x 11 x 264 KiB (88 WRITEs)
+  const TuningPlan small = PlanWrite(tight, tgt);
+  CHECK(small.connections == 8);
+  CHECK(small.connections * small.queue_depth == 80);
+  // 200 ms one-way: a read's 24 connections (the most there); 925 WRITEs with a spare buffer
+  // each do not fit 240 MiB, so FitMemory trims N to 37 (888 in flight).
+  const TuningPlan far = PlanWrite(Lun(400ms), tgt);
+  CHECK(far.connections == 24);
+  CHECK(far.queue_depth == 37);
+  CHECK(static_cast<uint64_t>(far.connections) * (far.queue_depth + 1) * far.io_size <= 240ull
+                                                                                            << 20);
+  CHECK(far.explanation.find("more connections while they help") == std::string::npos);
   const TuningPlan at128 = PlanWrite(Lun(128ms), tgt);
   CHECK(at128.connections == 16);
   CHECK(at128.queue_depth == 27);  // 422 WRITEs in flight
