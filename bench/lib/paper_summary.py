@@ -49,7 +49,10 @@ def paper_model(delay_ms, b):
 
 def pipelined_model(delay_ms):
     rtt = max(2 * delay_ms / 1e3, 1e-4)
-    c = min(16, max(4, math.ceil(125e6 * rtt / 0.5e6)))  # autotune's starting C
+    # autotune's starting C: within 4 and MaxConnections (16, more where 16 receive windows of
+    # 3 MiB do not hold 1.5 x 125 MB/s x RTT, at most 32; src/initiator/autotune.h)
+    most = min(32, max(16, math.ceil(1.5 * 125e6 * rtt / (3 << 20))))
+    c = min(most, max(4, math.ceil(125e6 * rtt / 0.5e6)))
     return min(S, c * W / rtt) / 1e6
 
 

@@ -156,11 +156,11 @@ TuningPlan PlanWrite(const TuningRequest& r, const NegotiatedParams& negotiated)
   const uint64_t block = std::max<uint32_t>(r.block_size, 512);
   const double rtt_s = std::chrono::duration<double>(r.rtt).count();
   std::string notes;
-  const int read_c = ChooseConnections(r, rtt_s);
+  int c = ChooseConnections(r, rtt_s);  // a read's count, unless more fit (below)
   uint64_t b = ChooseWriteSize(r, negotiated, block, &notes);
   const int trips = WriteRoundTrips(b, negotiated);
   const uint64_t cap = std::max<uint64_t>(BufferBudget(r.max_memory), 2 * block);
-  int c = read_c, n = r.queue_depth;
+  int n = r.queue_depth;
   if (n == 0) {
     const double k = std::ceil(kWriteMargin * kAssumedLinkBytesPerSecond *
                                (rtt_s * trips + kWriteRecoverySeconds) / static_cast<double>(b));

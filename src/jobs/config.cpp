@@ -14,6 +14,7 @@
 #include "common/read_file.h"
 #include "common/units.h"
 #include "guard/identity.h"
+#include "initiator/autotune.h"
 #include "initiator/iscsi_url.h"
 #include "pipeline/snapshotter.h"
 #include "repository/prune_plan.h"
@@ -376,8 +377,9 @@ Handlers JobHandlers(JobConfig* j, std::string* keep_within) {
                                })},
       {"login_timeout", String(&j->login_timeout, Duration)},
       {"command_timeout", String(&j->command_timeout, Duration)},
-      {"connections", Integer(&j->connections, 1, 32)},
-      {"queue_depth", Integer(&j->queue_depth, 1, 64)},
+      // The same ranges as --connections and --queue-depth.
+      {"connections", Integer(&j->connections, 1, initiator::kMaxLongRttConnections)},
+      {"queue_depth", Integer(&j->queue_depth, 1, initiator::kMaxQueueDepth)},
       {"io_size", String(&j->io_size, Size)},
       {"max_memory", String(&j->max_memory, Size)},
       {"retry_timeout", String(&j->retry_timeout, Duration)},
