@@ -77,6 +77,31 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "copy: every new session's UNIT ATTENTION is taken by the TEST UNIT READY sent with its "
+    "first commands, none of which is sent again",
+    "[copy][integration]") {
+  // tgt reports a power-on to every new session's first command but INQUIRY, once. Sent again
+  // each time, the LUN's description and each added connection's check cost a round trip more
+  // (connection.h, ExecuteAllFirst); the trace names every command sent again.
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  bed.Wan("set delay=20ms");
+  RunOptions traced;
+  traced.env["WANBACKUP_TRACE"] = "1";
+  RunResult r = bed.Wanbackup(
+      {"copy", LunUrl(1), "/dev/null", "--connections", "4", "--length", "4M"}, traced);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  size_t logins = 0;
+  for (size_t at = r.err.find("login done"); at != std::string::npos;
+       at = r.err.find("login done", at + 1)) {
+    ++logins;
+  }
+  CHECK(logins == 3);  // the connections added to the first one, each checked with READ CAPACITY
+  CHECK(r.err.find("UNIT ATTENTION") == std::string::npos);
+}
+
 TEST_CASE("copy: the paper's baseline mode reads one 128 KiB READ at a time, bit-exact",
           "[copy][integration]") {
   LinkScope link;

@@ -14,6 +14,7 @@
 #include <iscsi/scsi-lowlevel.h>
 
 #include "common/cancel.h"
+#include "common/trace.h"
 #include "initiator/internal/scsi_error.h"
 
 namespace wanbackup::initiator::internal {
@@ -120,16 +121,21 @@ void IssueRound(iscsi_context* iscsi, const std::vector<Connection::IssueFn>& is
 constexpr int kMaxUnitAttentions = 10;
 
 // Stores the result of each finished command of the round; returns the commands to send again
-// (those that met a unit attention, for the first kMaxUnitAttentions rounds).
+// (those that met a unit attention, for the first kMaxUnitAttentions rounds, but for the first
+// `once` commands).
 std::vector<size_t> CollectRound(iscsi_context* iscsi, int round_number, std::string_view what,
-                                 CommandRound* round, std::vector<Result<ScsiTaskPtr>>* results) {
+                                 size_t once, CommandRound* round,
+                                 std::vector<Result<ScsiTaskPtr>>* results) {
   std::vector<size_t> again;
   for (size_t k = 0; k < round->todo.size(); ++k) {
     ScsiTaskPtr& task = round->tasks[k];
     if (!task) continue;
     const int status = round->waits[k].status;
     if (status == SCSI_STATUS_CHECK_CONDITION && task->sense.key == SCSI_SENSE_UNIT_ATTENTION &&
-        round_number < kMaxUnitAttentions) {
+        round_number < kMaxUnitAttentions && round->todo[k] >= once) {
+      WB_TRACE("%.*s: UNIT ATTENTION (ASC/ASCQ 0x%04x), sending command %zu again",
+               static_cast<int>(what.size()), what.data(), static_cast<unsigned>(task->sense.ascq),
+               round->todo[k]);
       again.push_back(round->todo[k]);
       continue;
     }
@@ -418,6 +424,25 @@ Result<ScsiTaskPtr> Connection::Execute(const IssueFn& issue, std::string_view w
 
 std::vector<Result<ScsiTaskPtr>> Connection::ExecuteAll(const std::vector<IssueFn>& issues,
                                                         std::string_view what) {
+  return RunAll(issues, what, 0);
+}
+
+std::vector<Result<ScsiTaskPtr>> Connection::ExecuteAllFirst(int lun,
+                                                             const std::vector<IssueFn>& issues,
+                                                             std::string_view what) {
+  std::vector<IssueFn> all;
+  all.reserve(issues.size() + 1);
+  all.push_back([lun](iscsi_context* iscsi, auto cb, void* data) {
+    return iscsi_testunitready_task(iscsi, lun, cb, data);
+  });
+  all.insert(all.end(), issues.begin(), issues.end());
+  std::vector<Result<ScsiTaskPtr>> results = RunAll(all, what, 1);
+  results.erase(results.begin());  // the TEST UNIT READY's
+  return results;
+}
+
+std::vector<Result<ScsiTaskPtr>> Connection::RunAll(const std::vector<IssueFn>& issues,
+                                                    std::string_view what, size_t once) {
   std::vector<Result<ScsiTaskPtr>> results;
   results.reserve(issues.size());
   for (size_t i = 0; i < issues.size(); ++i) {
@@ -447,7 +472,7 @@ std::vector<Result<ScsiTaskPtr>> Connection::ExecuteAll(const std::vector<IssueF
       }
       return results;
     }
-    todo = CollectRound(iscsi_, round_number, what, &round, &results);
+    todo = CollectRound(iscsi_, round_number, what, once, &round, &results);
   }
   return results;
 }

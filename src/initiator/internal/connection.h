@@ -73,6 +73,15 @@ class Connection {
   // result is as Execute's. A timeout tears the connection down as in Execute.
   std::vector<Result<ScsiTaskPtr>> ExecuteAll(const std::vector<IssueFn>& issues,
                                               std::string_view what);
+  // ExecuteAll for a session's first commands to `lun`, behind a TEST UNIT READY in the same
+  // round trip. A new session's first command other than INQUIRY or REPORT LUNS meets a UNIT
+  // ATTENTION (the target reports a power-on or reset to every new I_T nexus, once), which
+  // ExecuteAll answers by sending that command again: one round trip more for every login. The
+  // TEST UNIT READY takes the attention instead, and is neither sent again nor looked at (a LUN
+  // that is not ready says so in the commands behind it); another attention still pending is met
+  // and sent again as in ExecuteAll.
+  std::vector<Result<ScsiTaskPtr>> ExecuteAllFirst(int lun, const std::vector<IssueFn>& issues,
+                                                   std::string_view what);
   // The kernel's smallest round-trip sample on this connection's socket (TCP_INFO min_rtt), or
   // 0 when unknown. After login it reflects several clean round trips.
   std::chrono::nanoseconds MinRtt() const;
@@ -87,6 +96,9 @@ class Connection {
   std::string where() const;
 
  private:
+  // ExecuteAll; the first `once` commands are not sent again after a UNIT ATTENTION.
+  std::vector<Result<ScsiTaskPtr>> RunAll(const std::vector<IssueFn>& issues, std::string_view what,
+                                          size_t once);
   explicit Connection(const ConnectionOptions& options);
   // Creates the context and sets what the login will offer: session type, target, digest,
   // CHAP, no automatic reconnect, the command timeout.

@@ -147,10 +147,13 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
       return iscsi_inquiry_task(iscsi, lun, evpd, page, 255, cb, data);
     };
   };
-  // Everything at once: one round trip instead of seven. READ CAPACITY and the Block Limits
-  // and Logical Block Provisioning pages fail harmlessly on a LUN that is not a disk (or a
+  // Everything at once, behind the TEST UNIT READY that takes the new session's UNIT ATTENTION
+  // (ExecuteAllFirst): one round trip instead of seven (two where the login's command window is
+  // narrower: tgt's lets 2 commands through until it answers one). READ CAPACITY and the Block
+  // Limits and Logical Block Provisioning pages fail harmlessly on a LUN that is not a disk (or a
   // target without the page).
-  std::vector<Result<ScsiTaskPtr>> r = conn.ExecuteAll(
+  std::vector<Result<ScsiTaskPtr>> r = conn.ExecuteAllFirst(
+      lun,
       {inquiry(0, 0), inquiry(1, SCSI_INQUIRY_PAGECODE_UNIT_SERIAL_NUMBER),
        inquiry(1, SCSI_INQUIRY_PAGECODE_DEVICE_IDENTIFICATION),
        [lun](iscsi_context* iscsi, auto cb, void* data) {
@@ -184,11 +187,12 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
 
 Status VerifySameLun(Connection& conn, const LunInfo& expected, bool identity) {
   const int lun = expected.lun;
-  WB_ASSIGN_OR_RETURN(
-      ScsiTaskPtr task,
-      conn.Execute([lun](iscsi_context* iscsi, auto cb,
-                         void* data) { return iscsi_readcapacity16_task(iscsi, lun, cb, data); },
-                   "READ CAPACITY(16)"));
+  std::vector<Result<ScsiTaskPtr>> r =
+      conn.ExecuteAllFirst(lun, {[lun](iscsi_context* iscsi, auto cb, void* data) {
+                             return iscsi_readcapacity16_task(iscsi, lun, cb, data);
+                           }},
+                           "READ CAPACITY(16)");
+  WB_ASSIGN_OR_RETURN(ScsiTaskPtr task, std::move(r.front()));
   auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task.get()));
   if (cap == nullptr) return Status::IoError("READ CAPACITY(16): cannot decode the answer");
   if (cap->returned_lba + 1 != expected.block_count || cap->block_length != expected.block_size) {
