@@ -389,24 +389,27 @@ TEST_CASE("pacing READs: on a WAN with more than one READ, never on a LAN nor fo
   CHECK_FALSE(wanbackup::initiator::PlanWrite(Lun(32ms), {}).pace_reads);
 }
 
-TEST_CASE("pacing READs: start-up doubles each round from the targets' first windows",
+TEST_CASE("pacing READs: start-up grows from the targets' first windows by the gain per round",
           "[autotune]") {
+  using wanbackup::initiator::kPaceStartupGain;
   using wanbackup::initiator::ReadPacer;
+  // What a round delivers was issued the round before: 4 doubles the pace every round trip.
+  STATIC_REQUIRE(kPaceStartupGain == 4.0);
   const double window = 120e6;  // budget per round trip
   ReadPacer pacer(1e6);
   CHECK(pacer.rate(window) == 1e6);  // nothing delivered yet
-  pacer.OnRound(4e6, false, false, window);
+  pacer.OnRound(2e6, false, false, window);
   CHECK(pacer.rate(window) == Approx(8e6));
   // A round that ran out of READs or was still ramping up counts for the rate.
-  pacer.OnRound(5e6, true, false, window);
-  pacer.OnRound(5e6, false, true, window);
+  pacer.OnRound(2.5e6, true, false, window);
+  pacer.OnRound(2.5e6, false, true, window);
   CHECK(pacer.starting());
   CHECK(pacer.rate(window) == Approx(10e6));
   // A lower round never lowers the pace.
   pacer.OnRound(1e6, false, false, window);
   CHECK(pacer.rate(window) == Approx(10e6));
-  // Once 2 x delivered reaches the window rate, the run is paced at 95 % of it.
-  pacer.OnRound(60e6, false, false, window);
+  // Once 4 x delivered reaches the window rate, the run is paced at 95 % of it.
+  pacer.OnRound(30e6, false, false, window);
   CHECK_FALSE(pacer.starting());
   CHECK(pacer.rate(window) == Approx(0.95 * window));
   // And the window rate moves with the budget (connections added or retired).
@@ -417,18 +420,18 @@ TEST_CASE("pacing READs: start-up ends when the delivered rate stops growing", "
   using wanbackup::initiator::ReadPacer;
   const double window = 120e6;
   ReadPacer pacer(1e6);
-  pacer.OnRound(40e6, false, false, window);  // grew: 40 MB/s is the new base
+  pacer.OnRound(20e6, false, false, window);  // grew: 20 MB/s is the new base
   // Flat rounds that ran out of READs, or while connections ramp up, do not end it.
   for (int i = 0; i < 5; ++i) {
-    pacer.OnRound(41e6, true, false, window);
-    pacer.OnRound(41e6, false, true, window);
+    pacer.OnRound(21e6, true, false, window);
+    pacer.OnRound(21e6, false, true, window);
   }
   CHECK(pacer.starting());
-  pacer.OnRound(45e6, false, false, window);  // under 25 % more than 40: flat 1
-  pacer.OnRound(48e6, false, false, window);  // flat 2
+  pacer.OnRound(22e6, false, false, window);  // under 25 % more than 20: flat 1
+  pacer.OnRound(24e6, false, false, window);  // flat 2
   CHECK(pacer.starting());
   CHECK(pacer.rate(window) == Approx(96e6));
-  pacer.OnRound(49e6, false, false, window);  // flat 3: the link (or the target) is full
+  pacer.OnRound(24.5e6, false, false, window);  // flat 3: the link (or the target) is full
   CHECK_FALSE(pacer.starting());
   CHECK(pacer.rate(window) == Approx(0.95 * window));
 }
