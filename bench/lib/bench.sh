@@ -42,15 +42,23 @@ bench_lab_down() {
 # A, as READ data flows). Prints the client's JSON report. The client is tried again for up to
 # 5 s while the server starts. Returns 1 when no run completed; the server is stopped then.
 # (iperf3 3.12 exits 0 after "unable to connect" with --json: the report's "error" tells.)
+# The report gains "wall_seconds": the successful client's run from launch to exit (connections,
+# iperf3's control exchanges and the end included), to set against a command timed the same way.
 bench_iperf3() {
-  local port=$1 server out="" deadline=$((SECONDS + 5)) i
+  local port=$1 server out="" deadline=$((SECONDS + 5)) i t0 t1
   shift
   ip netns exec "$NETNS_B" iperf3 --server --one-off --bind "$ADDR_B" --port "$port" >/dev/null 2>&1 &
   server=$!
   while ((SECONDS <= deadline)); do
+    t0=$(date +%s.%N)
     out=$(ip netns exec "$NETNS_A" iperf3 --client "$ADDR_B" --port "$port" --json "$@" 2>/dev/null) || true
+    t1=$(date +%s.%N)
     # On stdin: a long run's report is larger than one argument may be (128 KiB).
-    python3 -c 'import json,sys; sys.exit("error" in json.load(sys.stdin))' <<<"$out" 2>/dev/null && break
+    out=$(python3 -c 'import json,sys
+d = json.load(sys.stdin)
+if "error" in d: sys.exit(1)
+d["wall_seconds"] = float(sys.argv[2]) - float(sys.argv[1])
+print(json.dumps(d))' "$t0" "$t1" <<<"$out" 2>/dev/null) && break
     out=""
     kill -0 "$server" 2>/dev/null || break  # the one-off server is gone: a run began and failed
     sleep 0.1

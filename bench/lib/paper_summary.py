@@ -14,6 +14,8 @@ emulator = sys.argv[5] if len(sys.argv) > 5 else ""  # wanlab's WANEM_MODE, if k
 SERIES = ["iperf3-8", "iperf3-1", "wanbackup", "prototype", "baseline", "iscsi-perf", "qemu-img"]
 # The middle 80 % of wanbackup's bytes and of iperf3's seconds: what a long transfer runs at.
 STEADY = ["wanbackup-steady", "iperf3-8-steady"]
+# The same bytes moved by both, each timed from launch to exit (set-up and finish included).
+SAME = ["wanbackup-wall", "iperf3-8-bytes"]
 # A realistic filesystem image read by `copy` and by `snapshot` right after it (--fs-size); the
 # detail column holds each one's CPU seconds per GiB.
 FS = ["fs-copy", "fs-snapshot"]
@@ -59,31 +61,36 @@ def pipelined_model(delay_ms):
 with open(os.path.join(out_dir, "paper-experiment.csv"), "w") as f:
     f.write("delay_ms," + ",".join(SERIES) + ",model_paper_128k,model_paper_4m,model_pipelined,"
             "wanbackup_vs_iperf3_8,wanbackup_vs_baseline,runs," + ",".join(STEADY) + ","
-            + ",".join(FS) + ",fs_snapshot_vs_copy\n")
+            + ",".join(FS) + ",fs_snapshot_vs_copy," + ",".join(SAME) + "\n")
     for d in delays:
         m = {s: median(d, s) for s in SERIES}
         dd = float(d)
-        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d,%s,%s,%.3f\n" % (
+        f.write("%s,%s,%.2f,%.2f,%.2f,%.3f,%.1f,%d,%s,%s,%.3f,%s\n" % (
             d, ",".join("%.2f" % m[s] for s in SERIES), paper_model(dd, 131072),
             paper_model(dd, 4194304), pipelined_model(dd), m["wanbackup"] / m["iperf3-8"],
             m["wanbackup"] / m["baseline"], len(values.get((d, "wanbackup"), [])),
             ",".join("%.2f" % median(d, s) for s in STEADY),
             ",".join("%.2f" % median(d, s) for s in FS),
-            median(d, "fs-snapshot") / median(d, "fs-copy")))
+            median(d, "fs-snapshot") / median(d, "fs-copy"),
+            ",".join("%.2f" % median(d, s) for s in SAME)))
 
 with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
     f.write("| one-way delay | iperf3 ×8 | iperf3 ×1 | **wanbackup** | wanbackup / iperf3 ×8 "
             "| prototype 1×4 MiB | baseline 1×128 KiB | wanbackup / baseline | iscsi-perf best "
-            "| qemu-img | steady: wanbackup / iperf3 ×8 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "| qemu-img | steady: wanbackup / iperf3 ×8 | same bytes, launch to exit: "
+            "wanbackup / iperf3 ×8 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+
+    def ratio(a, b):  # "A / B = R %", or "–" where an older raw file has no such series
+        return ("%.1f / %.1f = %.0f %%" % (a, b, 100 * a / b)
+                if not (math.isnan(a) or math.isnan(b) or b == 0) else "–")
+
     for d in delays:
-        m = {s: median(d, s) for s in SERIES + STEADY}
-        steady = ("%.1f / %.1f = %.0f %%" % (m["wanbackup-steady"], m["iperf3-8-steady"],
-                                              100 * m["wanbackup-steady"] / m["iperf3-8-steady"])
-                  if not math.isnan(m["wanbackup-steady"]) else "–")
-        f.write("| %s ms | %.1f | %.1f | **%.1f** | %.0f %% | %.1f | %.2f | ×%.0f | %.1f | %.1f | %s |\n" % (
+        m = {s: median(d, s) for s in SERIES + STEADY + SAME}
+        f.write("| %s ms | %.1f | %.1f | **%.1f** | %.0f %% | %.1f | %.2f | ×%.0f | %.1f | %.1f | %s | %s |\n" % (
             d, m["iperf3-8"], m["iperf3-1"], m["wanbackup"], 100 * m["wanbackup"] / m["iperf3-8"],
             m["prototype"], m["baseline"], m["wanbackup"] / m["baseline"], m["iscsi-perf"],
-            m["qemu-img"], steady))
+            m["qemu-img"], ratio(m["wanbackup-steady"], m["iperf3-8-steady"]),
+            ratio(m["wanbackup-wall"], m["iperf3-8-bytes"])))
     if ("uncapped", "wanbackup") in values:
         # Each iscsi-perf setting is its own series here (older raw files: one "iscsi-perf", the
         # best per run); "best" is the setting with the best median, set against the median of
@@ -134,6 +141,9 @@ with open(os.path.join(out_dir, "paper-experiment.md"), "w") as f:
     per_run("wanbackup", "wanbackup's connections, peak RSS, tgtd's CPU and the hypervisor's "
             "share of the CPU (steal) per run")
     per_run("iperf3-8", "iperf3 ×8's duration and steal per run")
+    if any((d, "iperf3-8-bytes") in values for d in delays):
+        per_run("wanbackup-wall", "wanbackup's copy from launch to exit, and by its own clock")
+        per_run("iperf3-8-bytes", "iperf3 ×8 moving the same bytes")
 
 with open(os.path.join(out_dir, "paper-experiment.gp"), "w") as f:
     # Names relative to the .gp's own directory (gnuplot runs there), so that the committed file
