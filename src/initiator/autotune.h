@@ -270,10 +270,10 @@ std::chrono::nanoseconds ServiceInterval(int budget, uint64_t io_size, double by
 inline constexpr double kPaceWindowShare = 0.95;
 // What a round delivers was issued the round before, so a gain G grows the pace by G every
 // second round: 4 doubles it every round trip, as TCP's slow start doubles a window, and never
-// faster than the target's windows deliver. 2 (until 2026-11-30) doubled it every second round
-// trip: 4 GiB copies took 0.5-1.1 s longer at 100-200 ms one-way, a 1 GiB copy at 64 ms 0.3 s,
-// with no retransmission either way at 64-200 ms (docs/performance.md, "Start-up"). 1.5 (until
-// 2026-11-29) took 2-3 s longer than 2 to reach the line at 64-150 ms (the log above).
+// faster than the target's windows deliver. 2 (2026-11-29, until that evening) doubled it every
+// second round trip: 4 GiB copies took 0.5-1.1 s longer at 100-200 ms one-way, a 1 GiB copy at 64
+// ms 0.3 s, with no retransmission either way at 64-200 ms (docs/performance.md, "Start-up"). 1.5
+// (until 2026-11-29) took 2-3 s longer than 2 to reach the line at 64-150 ms (the log above).
 inline constexpr double kPaceStartupGain = 4.0;
 inline constexpr double kInitialWindowBytes = 10 * 1448;  // Linux's 10 segments (RFC 6928)
 inline constexpr double kPaceStartupGrowth = 1.25;
