@@ -131,11 +131,15 @@ std::vector<size_t> CollectRound(iscsi_context* iscsi, int round_number, std::st
     ScsiTaskPtr& task = round->tasks[k];
     if (!task) continue;
     const int status = round->waits[k].status;
-    if (status == SCSI_STATUS_CHECK_CONDITION && task->sense.key == SCSI_SENSE_UNIT_ATTENTION &&
-        round_number < kMaxUnitAttentions && round->todo[k] >= once) {
-      WB_TRACE("%.*s: UNIT ATTENTION (ASC/ASCQ 0x%04x), sending command %zu again",
+    const bool attention =
+        status == SCSI_STATUS_CHECK_CONDITION && task->sense.key == SCSI_SENSE_UNIT_ATTENTION;
+    if (attention && round->todo[k] < once) {  // a TEST UNIT READY of ExecuteAllFirst took it
+      WB_TRACE("%.*s: UNIT ATTENTION (ASC/ASCQ 0x%04x) taken by TEST UNIT READY",
+               static_cast<int>(what.size()), what.data(), static_cast<unsigned>(task->sense.ascq));
+    } else if (attention && round_number < kMaxUnitAttentions) {
+      WB_TRACE("%.*s: UNIT ATTENTION (ASC/ASCQ 0x%04x), sending command %zu of the batch again",
                static_cast<int>(what.size()), what.data(), static_cast<unsigned>(task->sense.ascq),
-               round->todo[k]);
+               round->todo[k] - once);
       again.push_back(round->todo[k]);
       continue;
     }

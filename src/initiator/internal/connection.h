@@ -42,7 +42,8 @@ class Connection {
       iscsi_context* iscsi, void (*cb)(iscsi_context*, int, void*, void*), void* private_data)>;
 
   // Connects and logs in within options.login_timeout: a normal session with a target, a
-  // discovery session without one. Unit attentions are handled per command by Execute.
+  // discovery session without one. Unit attentions are handled per command by Execute and
+  // ExecuteAll (sent again), or taken by ExecuteAllFirst's TEST UNIT READY.
   // `abort`, when given, is polled like the cancellation flag: setting it makes Open give up.
   static Result<std::unique_ptr<Connection>> Open(const ConnectionOptions& options,
                                                   const std::atomic<bool>* abort = nullptr);
