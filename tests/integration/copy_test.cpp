@@ -93,20 +93,17 @@ TEST_CASE(
   RunResult r = bed.Wanbackup({"copy", LunUrl(1), "/dev/null", "--connections", "4"}, traced);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  size_t logins = 0;
-  for (size_t at = r.err.find("login done"); at != std::string::npos;
-       at = r.err.find("login done", at + 1)) {
-    ++logins;
-  }
-  CHECK(logins == 3);  // the connections added to the first one, each checked with READ CAPACITY
-  CHECK(r.err.find("of the batch again") == std::string::npos);  // no command sent again
+  auto count = [&r](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = r.err.find(what); at != std::string::npos; at = r.err.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  // the connections added to the first one, each checked with READ CAPACITY
+  CHECK(count("login done") == 3);
+  CHECK(count("of the batch again") == 0);  // no command sent again
   // And the attention was there to take: one per session, the first and the 3 added.
-  size_t taken = 0;
-  for (size_t at = r.err.find("taken by TEST UNIT READY"); at != std::string::npos;
-       at = r.err.find("taken by TEST UNIT READY", at + 1)) {
-    ++taken;
-  }
-  CHECK(taken == 4);
+  CHECK(count("taken by TEST UNIT READY") == 4);
 }
 
 TEST_CASE("copy: the paper's baseline mode reads one 128 KiB READ at a time, bit-exact",
