@@ -293,6 +293,42 @@ TEST_CASE(
   CHECK(SameFile(file, bed.Var("LUN1_FILE")));
 }
 
+TEST_CASE(
+    "copy: a reconnect that reaches another device (the LUN's serial changed) ends the copy "
+    "with exit 3",
+    "[copy][integration]") {
+  LinkScope link;
+  const Testbed& bed = Testbed::Get();
+  // A target of its own, so changing its LUN's serial leaves the shared ones alone.
+  const std::string dir = bed.dir + "/swapped-target";
+  const std::string iqn = "iqn.2026-11.org.wanbackup:swapped";
+  const std::string reftarget = std::string(WB_SOURCE_DIR) + "/scripts/reftarget";
+  RunResult started = Run({reftarget, "start", "--dir", dir, "--netns", bed.netns_b, "--portal",
+                           "0.0.0.0:3263", "--iqn", iqn, "--size", "64M"});
+  INFO(started.err);
+  REQUIRE(started.exit_code == 0);
+  bed.Wan("set delay=10ms rate=160mbit");  // 64 MiB take about 4 s
+  RunResult r;
+  std::thread copy([&] {
+    r = bed.Wanbackup({"copy", "iscsi://" + bed.addr_b + ":3263/" + iqn + "/1", "/dev/null",
+                       "--timeout", "2s", "--login-timeout", "2s", "--connections", "3"});
+  });
+  std::this_thread::sleep_for(1500ms);
+  // What a reconnect would meet if the portal now led to another device of the same size: a
+  // different serial (tgt's only one of its own target, so tid 1).
+  RunResult changed = Run({"env", "TGT_IPC_SOCKET=" + dir + "/tgtd.sock", "tgtadm", "-C", "0",
+                           "--lld", "iscsi", "--mode", "logicalunit", "--op", "update", "--tid",
+                           "1", "--lun", "1", "--params", "scsi_sn=another-device"});
+  bed.Wan("blackhole 5s");  // longer than --timeout: every connection must reconnect
+  copy.join();
+  Run({reftarget, "stop", "--dir", dir});
+  INFO(changed.err);
+  REQUIRE(changed.exit_code == 0);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("is a different device (serial 'another-device'") != std::string::npos);
+}
+
 TEST_CASE("copy: when the target dies mid-copy it gives up with a clear error and exit 4",
           "[copy][integration]") {
   LinkScope link;

@@ -187,24 +187,30 @@ Result<LunInfo> QueryLun(Connection& conn, int lun) {
 
 Status VerifySameLun(Connection& conn, const LunInfo& expected, bool identity) {
   const int lun = expected.lun;
-  std::vector<Result<ScsiTaskPtr>> r =
-      conn.ExecuteAllFirst(lun, {[lun](iscsi_context* iscsi, auto cb, void* data) {
-                             return iscsi_readcapacity16_task(iscsi, lun, cb, data);
-                           }},
-                           "READ CAPACITY(16)");
-  WB_ASSIGN_OR_RETURN(ScsiTaskPtr task, std::move(r.front()));
-  auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task.get()));
-  if (cap == nullptr) return Status::IoError("READ CAPACITY(16): cannot decode the answer");
-  if (cap->returned_lba + 1 != expected.block_count || cap->block_length != expected.block_size) {
-    return Status::Corruption("LUN " + std::to_string(lun) + " on " + conn.where() +
-                              " changed size: it had " + std::to_string(expected.block_count) +
-                              " blocks of " + std::to_string(expected.block_size) + " bytes, now " +
-                              std::to_string(cap->returned_lba + 1) + " of " +
-                              std::to_string(cap->block_length));
+  LunInfo now;
+  if (identity) {
+    // The whole description in one batch answers both questions, capacity and identity: one
+    // round trip, where READ CAPACITY first and the description after it took two.
+    WB_ASSIGN_OR_RETURN(now, QueryLun(conn, lun));
+  } else {
+    std::vector<Result<ScsiTaskPtr>> r =
+        conn.ExecuteAllFirst(lun, {[lun](iscsi_context* iscsi, auto cb, void* data) {
+                               return iscsi_readcapacity16_task(iscsi, lun, cb, data);
+                             }},
+                             "READ CAPACITY(16)");
+    WB_ASSIGN_OR_RETURN(ScsiTaskPtr task, std::move(r.front()));
+    auto* cap = static_cast<scsi_readcapacity16*>(scsi_datain_unmarshall(task.get()));
+    if (cap == nullptr) return Status::IoError("READ CAPACITY(16): cannot decode the answer");
+    now.block_count = cap->returned_lba + 1;
+    now.block_size = cap->block_length;
   }
-  if (!identity) return Status::Ok();
-  WB_ASSIGN_OR_RETURN(LunInfo now, QueryLun(conn, lun));
-  if (now.serial != expected.serial || now.identifier != expected.identifier) {
+  if (now.block_count != expected.block_count || now.block_size != expected.block_size) {
+    return Status::Corruption(
+        "LUN " + std::to_string(lun) + " on " + conn.where() + " changed size: it had " +
+        std::to_string(expected.block_count) + " blocks of " + std::to_string(expected.block_size) +
+        " bytes, now " + std::to_string(now.block_count) + " of " + std::to_string(now.block_size));
+  }
+  if (identity && (now.serial != expected.serial || now.identifier != expected.identifier)) {
     return Status::Corruption("after reconnecting, LUN " + std::to_string(lun) + " on " +
                               conn.where() + " is a different device (serial '" + now.serial +
                               "', was '" + expected.serial + "')");

@@ -15,8 +15,8 @@ Result<std::vector<int>> ReportLuns(Connection& conn);
 Result<LunInfo> QueryLun(Connection& conn, int lun);
 // Confirms that `conn` reaches the LUN described by `expected`: same capacity and block size,
 // and with `identity`, the same serial number and designator (after a reconnect the address may
-// lead elsewhere). A TEST UNIT READY sent with it takes the new session's unit attention
-// (Connection::ExecuteAllFirst).
+// lead elsewhere), asked in the same batch as the capacity. A TEST UNIT READY sent with it takes
+// the new session's unit attention (Connection::ExecuteAllFirst).
 Status VerifySameLun(Connection& conn, const LunInfo& expected, bool identity);
 
 }  // namespace wanbackup::initiator::internal
