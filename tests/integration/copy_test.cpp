@@ -43,6 +43,33 @@ nlohmann::json Summary(const RunResult& r) {
   return nlohmann::json::parse(r.out);
 }
 
+// A reference target of its own in site B (a 64 MiB LUN 1, iqn ...:NAME, its state in
+// NAME-target under the testbed), on its own port, so a test can change or kill it and leave the
+// shared ones alone. Stopped when the test ends, whatever it did.
+class OwnTarget {
+ public:
+  OwnTarget(const std::string& name, int port)
+      : dir_(Testbed::Get().dir + "/" + name + "-target"),
+        url_("iscsi://" + Testbed::Get().addr_b + ":" + std::to_string(port) +
+             "/iqn.2026-11.org.wanbackup:" + name + "/1") {
+    started_ = Run({kReftarget, "start", "--dir", dir_, "--netns", Testbed::Get().netns_b,
+                    "--portal", "0.0.0.0:" + std::to_string(port), "--iqn",
+                    "iqn.2026-11.org.wanbackup:" + name, "--size", "64M"});
+  }
+  OwnTarget(const OwnTarget&) = delete;
+  OwnTarget& operator=(const OwnTarget&) = delete;
+  ~OwnTarget() { Run({kReftarget, "stop", "--dir", dir_}); }
+
+  const RunResult& started() const { return started_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& url() const { return url_; }
+
+ private:
+  static constexpr const char* kReftarget = WB_SOURCE_DIR "/scripts/reftarget";
+  std::string dir_, url_;
+  RunResult started_;
+};
+
 }  // namespace
 
 TEST_CASE("copy: a 512-byte-block LUN is copied bit-exact with default settings",
@@ -299,29 +326,23 @@ TEST_CASE(
     "[copy][integration]") {
   LinkScope link;
   const Testbed& bed = Testbed::Get();
-  // A target of its own, so changing its LUN's serial leaves the shared ones alone.
-  const std::string dir = bed.dir + "/swapped-target";
-  const std::string iqn = "iqn.2026-11.org.wanbackup:swapped";
-  const std::string reftarget = std::string(WB_SOURCE_DIR) + "/scripts/reftarget";
-  RunResult started = Run({reftarget, "start", "--dir", dir, "--netns", bed.netns_b, "--portal",
-                           "0.0.0.0:3263", "--iqn", iqn, "--size", "64M"});
-  INFO(started.err);
-  REQUIRE(started.exit_code == 0);
+  OwnTarget target("swapped", 3263);  // changing its LUN's serial leaves the shared ones alone
+  INFO(target.started().err);
+  REQUIRE(target.started().exit_code == 0);
   bed.Wan("set delay=10ms rate=160mbit");  // 64 MiB take about 4 s
   RunResult r;
   std::thread copy([&] {
-    r = bed.Wanbackup({"copy", "iscsi://" + bed.addr_b + ":3263/" + iqn + "/1", "/dev/null",
-                       "--timeout", "2s", "--login-timeout", "2s", "--connections", "3"});
+    r = bed.Wanbackup({"copy", target.url(), "/dev/null", "--timeout", "2s", "--login-timeout",
+                       "2s", "--connections", "3"});
   });
   std::this_thread::sleep_for(1500ms);
   // What a reconnect would meet if the portal now led to another device of the same size: a
   // different serial (tgt's only one of its own target, so tid 1).
-  RunResult changed = Run({"env", "TGT_IPC_SOCKET=" + dir + "/tgtd.sock", "tgtadm", "-C", "0",
-                           "--lld", "iscsi", "--mode", "logicalunit", "--op", "update", "--tid",
-                           "1", "--lun", "1", "--params", "scsi_sn=another-device"});
+  RunResult changed = Run({"env", "TGT_IPC_SOCKET=" + target.dir() + "/tgtd.sock", "tgtadm", "-C",
+                           "0", "--lld", "iscsi", "--mode", "logicalunit", "--op", "update",
+                           "--tid", "1", "--lun", "1", "--params", "scsi_sn=another-device"});
   bed.Wan("blackhole 5s");  // longer than --timeout: every connection must reconnect
   copy.join();
-  Run({reftarget, "stop", "--dir", dir});
   INFO(changed.err);
   REQUIRE(changed.exit_code == 0);
   INFO(r.err);
@@ -333,28 +354,22 @@ TEST_CASE("copy: when the target dies mid-copy it gives up with a clear error an
           "[copy][integration]") {
   LinkScope link;
   const Testbed& bed = Testbed::Get();
-  // A target of its own, so killing it leaves the shared ones alone.
-  const std::string dir = bed.dir + "/doomed-target";
-  const std::string iqn = "iqn.2026-11.org.wanbackup:doomed";
-  const std::string reftarget = std::string(WB_SOURCE_DIR) + "/scripts/reftarget";
-  RunResult started = Run({reftarget, "start", "--dir", dir, "--netns", bed.netns_b, "--portal",
-                           "0.0.0.0:3262", "--iqn", iqn, "--size", "64M"});
-  INFO(started.err);
-  REQUIRE(started.exit_code == 0);
+  OwnTarget target("doomed", 3262);  // killing it leaves the shared ones alone
+  INFO(target.started().err);
+  REQUIRE(target.started().exit_code == 0);
   bed.Wan("set rate=80mbit");  // 64 MiB take about 7 s
   RunResult r;
   std::thread copy([&] {
-    r = bed.Wanbackup({"copy", "iscsi://" + bed.addr_b + ":3262/" + iqn + "/1", "/dev/null",
-                       "--retry-timeout", "3s", "--login-timeout", "2s"});
+    r = bed.Wanbackup(
+        {"copy", target.url(), "/dev/null", "--retry-timeout", "3s", "--login-timeout", "2s"});
   });
   std::this_thread::sleep_for(1500ms);
-  std::ifstream pidfile(dir + "/tgtd.pid");
+  std::ifstream pidfile(target.dir() + "/tgtd.pid");
   pid_t pid = 0;
   pidfile >> pid;
   REQUIRE(pid > 0);
   ::kill(pid, SIGKILL);  // the one we started
   copy.join();
-  Run({WB_SOURCE_DIR "/scripts/reftarget", "stop", "--dir", dir});
   INFO(r.err);
   CHECK(r.exit_code == 4);
   CHECK(r.err.find("giving up on iscsi://") != std::string::npos);
